@@ -88,7 +88,7 @@ type PipelineSpec struct {
 }
 
 // Definition says where the pipeline definition comes from.
-// +kubebuilder:validation:XValidation:rule="[has(self.image) && self.image != '', has(self.s3) && self.s3 != '', has(self.inline)].filter(x, x).size() == 1",message="exactly one of image, s3 or inline must be set"
+// +kubebuilder:validation:XValidation:rule="[has(self.image) && size(self.image) > 0, has(self.s3) && size(self.s3) > 0, has(self.inline)].filter(x, x).size() == 1",message="exactly one of image, s3 or inline must be set"
 type Definition struct {
 	// Image is a planner image. Not implemented yet: use inline.
 	// +optional
@@ -143,13 +143,13 @@ type CoordinatorSpec struct {
 
 	// CPU is the coordinator's request and limit. Default 500m.
 	// +optional
-	// +kubebuilder:validation:XValidation:rule="self == '' || isQuantity(self)",message="must be a resource quantity such as 500m or 2"
+	// +kubebuilder:validation:XValidation:rule="size(self) == 0 || isQuantity(self)",message="must be a resource quantity such as 500m or 2"
 	// +kubebuilder:validation:MaxLength=64
 	CPU string `json:"cpu,omitempty"`
 
 	// Memory is the coordinator's request and limit. Default 1Gi.
 	// +optional
-	// +kubebuilder:validation:XValidation:rule="self == '' || isQuantity(self)",message="must be a resource quantity such as 512Mi or 1Gi"
+	// +kubebuilder:validation:XValidation:rule="size(self) == 0 || isQuantity(self)",message="must be a resource quantity such as 512Mi or 1Gi"
 	// +kubebuilder:validation:MaxLength=64
 	Memory string `json:"memory,omitempty"`
 
@@ -232,25 +232,25 @@ type EventlogSpec struct {
 type WorkerSpec struct {
 	// CPU is the worker request. Default 500m.
 	// +optional
-	// +kubebuilder:validation:XValidation:rule="self == '' || isQuantity(self)",message="must be a resource quantity such as 500m or 2"
+	// +kubebuilder:validation:XValidation:rule="size(self) == 0 || isQuantity(self)",message="must be a resource quantity such as 500m or 2"
 	// +kubebuilder:validation:MaxLength=64
 	CPU string `json:"cpu,omitempty"`
 
 	// CPUOverhead is added to the request to form the limit.
 	// +optional
-	// +kubebuilder:validation:XValidation:rule="self == '' || isQuantity(self)",message="must be a resource quantity such as 100m"
+	// +kubebuilder:validation:XValidation:rule="size(self) == 0 || isQuantity(self)",message="must be a resource quantity such as 100m"
 	// +kubebuilder:validation:MaxLength=64
 	CPUOverhead string `json:"cpuOverhead,omitempty"`
 
 	// Memory is the worker request. Default 1Gi.
 	// +optional
-	// +kubebuilder:validation:XValidation:rule="self == '' || isQuantity(self)",message="must be a resource quantity such as 512Mi or 1Gi"
+	// +kubebuilder:validation:XValidation:rule="size(self) == 0 || isQuantity(self)",message="must be a resource quantity such as 512Mi or 1Gi"
 	// +kubebuilder:validation:MaxLength=64
 	Memory string `json:"memory,omitempty"`
 
 	// MemoryOverhead is added to the request to form the limit.
 	// +optional
-	// +kubebuilder:validation:XValidation:rule="self == '' || isQuantity(self)",message="must be a resource quantity such as 256Mi"
+	// +kubebuilder:validation:XValidation:rule="size(self) == 0 || isQuantity(self)",message="must be a resource quantity such as 256Mi"
 	// +kubebuilder:validation:MaxLength=64
 	MemoryOverhead string `json:"memoryOverhead,omitempty"`
 
@@ -305,12 +305,12 @@ type ClusterOverride struct {
 // ResourceOverride replaces a CPU and/or memory quantity.
 type ResourceOverride struct {
 	// +optional
-	// +kubebuilder:validation:XValidation:rule="self == '' || isQuantity(self)",message="must be a resource quantity such as 500m or 2"
+	// +kubebuilder:validation:XValidation:rule="size(self) == 0 || isQuantity(self)",message="must be a resource quantity such as 500m or 2"
 	// +kubebuilder:validation:MaxLength=64
 	CPU string `json:"cpu,omitempty"`
 
 	// +optional
-	// +kubebuilder:validation:XValidation:rule="self == '' || isQuantity(self)",message="must be a resource quantity such as 512Mi or 1Gi"
+	// +kubebuilder:validation:XValidation:rule="size(self) == 0 || isQuantity(self)",message="must be a resource quantity such as 512Mi or 1Gi"
 	// +kubebuilder:validation:MaxLength=64
 	Memory string `json:"memory,omitempty"`
 }
