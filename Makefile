@@ -9,9 +9,11 @@ CONTROLLER_GEN := $(GO) tool controller-gen
 # The real control plane (kube-apiserver, etcd, kubectl, ...) lives in a per-user cache outside the
 # clone, keyed by version, so fresh clones reuse it. hack/control-plane.sh builds it.
 CONTROL_PLANE_DIR := $(shell hack/control-plane.sh print-dir)
-# Linters are pinned in their own module so their dependencies stay out of go.mod.
-TOOLS_BIN := $(shell dirname $(CONTROL_PLANE_DIR))/../tools/bin
-GOLANGCI_LINT := $(TOOLS_BIN)/golangci-lint
+# Linters are pinned in their own module (hack/tools) so their dependencies stay out of go.mod;
+# the binary is cached per user, keyed by its version.
+URUTAU_CACHE := $(or $(URUTAU_CACHE_DIR),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/urutau-fleet)
+GOLANGCI_LINT_VERSION := $(shell awk '$$1 == "require" && $$2 ~ /golangci-lint/ {print $$3}' hack/tools/go.mod)
+GOLANGCI_LINT := $(URUTAU_CACHE)/tools/golangci-lint-$(GOLANGCI_LINT_VERSION)
 
 ##@ General
 
@@ -50,7 +52,7 @@ vet: ## Run go vet.
 lint: $(GOLANGCI_LINT) ## Run golangci-lint.
 	$(GOLANGCI_LINT) run ./...
 
-$(GOLANGCI_LINT): hack/tools/go.mod
+$(GOLANGCI_LINT):
 	cd hack/tools && GOWORK=off $(GO) build -o $(GOLANGCI_LINT) github.com/golangci/golangci-lint/v2/cmd/golangci-lint
 
 ##@ Test
