@@ -1,0 +1,255 @@
+package coordinator
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"math"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/yaml"
+
+	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
+	"github.com/urutau-io/fleet/internal/spec"
+)
+
+// overridePath roots errors about a value that came from the member's merged override, so the
+// message points at spec.overrides rather than at a spec field the user did not write.
+var overridePath = field.NewPath("spec", "overrides")
+
+// EffectiveSpec is s with the member's merged override applied: image, logLevel and the
+// coordinator and worker cpu/memory. Everything is rendered from it and hashed from it. s is not
+// modified.
+func EffectiveSpec(s urutauv1alpha1.PipelineSpec, o *urutauv1alpha1.ClusterOverride) urutauv1alpha1.PipelineSpec {
+	out := *s.DeepCopy()
+	if o == nil {
+		return out
+	}
+	if o.Image != "" {
+		out.Image = o.Image
+	}
+	if o.LogLevel != "" {
+		out.LogLevel = o.LogLevel
+	}
+	if c := o.Coordinator; c != nil {
+		if c.CPU != "" {
+			out.Coordinator.CPU = c.CPU
+		}
+		if c.Memory != "" {
+			out.Coordinator.Memory = c.Memory
+		}
+	}
+	if w := o.Worker; w != nil {
+		if w.CPU != "" {
+			out.Worker.CPU = w.CPU
+		}
+		if w.Memory != "" {
+			out.Worker.Memory = w.Memory
+		}
+	}
+	return out
+}
+
+// SpecHash is the urutau.io/spec-hash of a pipeline spec: the hex of the first 8 bytes of the
+// SHA-256 of its sigs.k8s.io/yaml form (sorted keys, so stable, #259). It is computed over
+// PipelineSpec alone, so a pipeline without an override hashes exactly as under the single-cluster
+// operator, whatever its placement.
+func SpecHash(s urutauv1alpha1.PipelineSpec) (string, error) {
+	b, err := yaml.Marshal(s)
+	if err != nil {
+		return "", fmt.Errorf("marshalling the pipeline spec for its hash: %w", err)
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:8]), nil
+}
+
+// input is everything a render needs, validated and parsed once.
+type input struct {
+	p *urutauv1alpha1.CDCPipeline
+	// spec is the effective spec (override applied).
+	spec   urutauv1alpha1.PipelineSpec
+	inline *spec.Inline
+	image  string
+
+	coordinatorCPU, coordinatorMemory resource.Quantity
+	// spec.worker's quantities (cpu and memory with the override applied); nil means unset.
+	workerCPU, workerMemory, cpuOverhead, memoryOverhead *resource.Quantity
+	// tables holds each table's own workers.cpu/memory, by index into inline.Tables.
+	tables []tableQuantities
+}
+
+type tableQuantities struct {
+	cpu, memory *resource.Quantity
+}
+
+// newInput validates p for this member and parses what the render reads. Every problem is
+// reported, each with its field path.
+func newInput(p *urutauv1alpha1.CDCPipeline, s Settings) (*input, field.ErrorList) {
+	in := &input{p: p, spec: EffectiveSpec(p.Spec.PipelineSpec, s.Override)}
+	var errs field.ErrorList
+	sp := field.NewPath("spec")
+
+	inline, defErrs := parseDefinition(in.spec.Definition, sp.Child("definition"))
+	errs = append(errs, defErrs...)
+	if inline == nil {
+		// Go on with no tables, so that every other error is reported too.
+		inline = &spec.Inline{}
+	}
+	in.inline = inline
+
+	// Where each quantity came from: a value from the override is reported under spec.overrides.
+	o := s.Override
+	coordPath := func(name string, overridden bool) *field.Path {
+		if overridden {
+			return overridePath.Child("coordinator", name)
+		}
+		return sp.Child("coordinator", name)
+	}
+	workerPath := func(name string, overridden bool) *field.Path {
+		if overridden {
+			return overridePath.Child("worker", name)
+		}
+		return sp.Child("worker", name)
+	}
+	oc := o != nil && o.Coordinator != nil
+	ow := o != nil && o.Worker != nil
+
+	q := quantityParser{errs: &errs}
+	in.coordinatorCPU = q.orDefault(in.spec.Coordinator.CPU, DefaultCPU, coordPath("cpu", oc && o.Coordinator.CPU != ""))
+	in.coordinatorMemory = q.orDefault(in.spec.Coordinator.Memory, DefaultMemory, coordPath("memory", oc && o.Coordinator.Memory != ""))
+	in.workerCPU = q.optional(in.spec.Worker.CPU, workerPath("cpu", ow && o.Worker.CPU != ""))
+	in.workerMemory = q.optional(in.spec.Worker.Memory, workerPath("memory", ow && o.Worker.Memory != ""))
+	in.cpuOverhead = q.optional(in.spec.Worker.CPUOverhead, sp.Child("worker", "cpuOverhead"))
+	in.memoryOverhead = q.optional(in.spec.Worker.MemoryOverhead, sp.Child("worker", "memoryOverhead"))
+
+	tablesPath := spec.InlinePath.Child("tables")
+	groups := map[string]int{}
+	for i, t := range in.inline.Tables {
+		tp := tablesPath.Index(i)
+		var tq tableQuantities
+		if w := t.Workers; w != nil {
+			tq.cpu = q.optional(w.CPU, tp.Child("workers", "cpu"))
+			tq.memory = q.optional(w.Memory, tp.Child("workers", "memory"))
+			// Replica counts are int32 in the ScaledObject.
+			if w.Number > math.MaxInt32 {
+				errs = append(errs, field.Invalid(tp.Child("workers", "number"), w.Number, "must fit in 32 bits"))
+			}
+			if w.Max > math.MaxInt32 {
+				errs = append(errs, field.Invalid(tp.Child("workers", "max"), w.Max, "must fit in 32 bits"))
+			}
+		}
+		in.tables = append(in.tables, tq)
+
+		// Two tables sharing a worker group would fight over one StatefulSet and ScaledObject.
+		name := WorkerGroupPrefix(in.inline.Pipeline, t.Target)
+		if j, dup := groups[name]; dup {
+			errs = append(errs, field.Invalid(tp.Child("target"), t.Target,
+				fmt.Sprintf("names the same worker group %q as tables[%d]; targets must differ after sanitising", name, j)))
+		}
+		groups[name] = i
+		if msgs := validation.IsConfigMapKey(WorkerPodTemplateKey(t.Target)); len(msgs) > 0 {
+			errs = append(errs, field.Invalid(tp.Child("target"), t.Target,
+				fmt.Sprintf("cannot name the ConfigMap key %q: %v", WorkerPodTemplateKey(t.Target), msgs)))
+		}
+	}
+
+	if tls := in.spec.Coordinator.TLS; tls != nil {
+		tp := sp.Child("coordinator", "tls")
+		if tls.ServerSecret == "" {
+			errs = append(errs, field.Required(tp.Child("serverSecret"), "serverSecret and clientSecret are both required"))
+		}
+		if tls.ClientSecret == "" {
+			errs = append(errs, field.Required(tp.Child("clientSecret"), "serverSecret and clientSecret are both required"))
+		}
+	}
+	if el := in.spec.Coordinator.Eventlog; el != nil && el.Bucket == "" {
+		errs = append(errs, field.Required(sp.Child("coordinator", "eventlog", "bucket"), "the eventlog needs a bucket"))
+	}
+
+	in.image = in.spec.Image // the override is already in the effective spec
+	if in.image == "" {
+		in.image = s.DefaultImage
+	}
+	if in.image == "" {
+		errs = append(errs, field.Required(sp.Child("image"),
+			"no image: set spec.image, a per-cluster override image, or the hub's --coordinator-image"))
+	}
+	return in, errs
+}
+
+// parseDefinition accepts only a non-empty inline definition: the image and s3 planners are not
+// implemented (#253).
+func parseDefinition(d urutauv1alpha1.Definition, p *field.Path) (*spec.Inline, field.ErrorList) {
+	var errs field.ErrorList
+	if d.Image != "" {
+		errs = append(errs, field.Forbidden(p.Child("image"), "not implemented, use inline"))
+	}
+	if d.S3 != "" {
+		errs = append(errs, field.Forbidden(p.Child("s3"), "not implemented, use inline"))
+	}
+	raw, err := inlineJSON(d.Inline)
+	if err != nil {
+		return nil, append(errs, field.Invalid(p.Child("inline"), "<not shown>", err.Error()))
+	}
+	if raw == nil {
+		if len(errs) == 0 {
+			errs = append(errs, field.Required(p.Child("inline"), "definition.inline is required (image/s3 planner not implemented)"))
+		}
+		return nil, errs
+	}
+	inline, perrs := spec.Parse(raw)
+	return inline, append(errs, perrs...)
+}
+
+// inlineJSON is the compact JSON of definition.inline, or nil when it is absent, null or {}.
+func inlineJSON(re *runtime.RawExtension) ([]byte, error) {
+	if re == nil {
+		return nil, nil
+	}
+	// json.Marshal rather than re.Raw: it also covers an Object set in memory, and checks the JSON.
+	raw, err := json.Marshal(re)
+	if err != nil {
+		return nil, err
+	}
+	if bytes.Equal(raw, []byte("null")) {
+		return nil, nil
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) == nil && len(m) == 0 {
+		return nil, nil
+	}
+	return raw, nil
+}
+
+// quantityParser parses resource quantities, recording each failure under its field path.
+type quantityParser struct {
+	errs *field.ErrorList
+}
+
+func (q quantityParser) optional(v string, p *field.Path) *resource.Quantity {
+	if v == "" {
+		return nil
+	}
+	r, err := resource.ParseQuantity(v)
+	if err != nil {
+		*q.errs = append(*q.errs, field.Invalid(p, v, "is not a valid resource quantity (e.g. 500m, 2, 512Mi, 1Gi)"))
+		return nil
+	}
+	if r.Sign() < 0 {
+		*q.errs = append(*q.errs, field.Invalid(p, v, "must not be negative"))
+		return nil
+	}
+	return &r
+}
+
+func (q quantityParser) orDefault(v, def string, p *field.Path) resource.Quantity {
+	if r := q.optional(v, p); r != nil {
+		return *r
+	}
+	return resource.MustParse(def) // def is one of our constants
+}

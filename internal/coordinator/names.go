@@ -1,0 +1,194 @@
+package coordinator
+
+import (
+	"net"
+	"strconv"
+	"strings"
+
+	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
+)
+
+// Ports, paths and fixed values of the workload. The coordinator image depends on each of them.
+const (
+	// GRPCPort is the coordinator's control-plane port that workers dial (#575: one constant).
+	GRPCPort = 50051
+	// GRPCPortName names GRPCPort on the Service and the coordinator container.
+	GRPCPortName = "grpc"
+	// MetricsPortName names the port probes and metrics are served on.
+	MetricsPortName = "metrics"
+	// DefaultMetricsAddr is used when spec.coordinator.metricsAddr is empty.
+	DefaultMetricsAddr = ":9090"
+	// DefaultMetricsPort is the metrics port when the metrics address has no parsable port.
+	DefaultMetricsPort = 9090
+
+	// ConfigDir is where the ConfigMap is mounted in the coordinator.
+	ConfigDir = "/etc/urutau"
+	// PipelineFileKey is the ConfigMap key of the inline definition.
+	PipelineFileKey = "pipeline.yaml"
+	// PipelineFile is the path the coordinator reads its definition from.
+	PipelineFile = ConfigDir + "/" + PipelineFileKey
+	// SSHDir holds the SSH tunnel key; nested in ConfigDir in the coordinator.
+	SSHDir = ConfigDir + "/ssh"
+	// TLSDir holds the control-plane mTLS certificate, key and CA.
+	TLSDir = ConfigDir + "/tls"
+	// KafkaTLSDir holds the Kafka client TLS Secret (coordinator only, #598).
+	KafkaTLSDir = ConfigDir + "/kafka-tls"
+	// SchemaRegistryTLSDir holds the schema registry TLS Secret (coordinator only, #598).
+	SchemaRegistryTLSDir = ConfigDir + "/schema-registry-tls"
+	// TmpDir is an emptyDir, because the root filesystem is read-only (#596).
+	TmpDir = "/tmp"
+
+	// DefaultCPU and DefaultMemory are the request of a container that names none.
+	DefaultCPU    = "500m"
+	DefaultMemory = "1Gi"
+
+	// DefaultKEDAThreshold is the ScaledObject trigger threshold when Settings names none.
+	DefaultKEDAThreshold = "30"
+	// PendingBatchesMetric is the coordinator metric KEDA scales workers on (#298).
+	PendingBatchesMetric = "urutau_coordinator_pending_batches"
+
+	// AppCoordinator and AppWorker are the values of the `app` label.
+	AppCoordinator = "urutau-coordinator"
+	AppWorker      = "urutau-worker"
+	// LabelTable carries the table target on worker pods.
+	LabelTable = "urutau.io/table"
+
+	// TerminationGracePeriodSeconds of the coordinator pod (#604).
+	TerminationGracePeriodSeconds = 60
+
+	// maxWorkerGroupName keeps `<name>-<ordinal>` pods and the controller-revision-hash label of
+	// the coordinator-created worker StatefulSet within 63 characters.
+	maxWorkerGroupName = 52
+	// maxMaintenanceName is the longest Pod name that is also a DNS label.
+	maxMaintenanceName = 63
+	// emptyMaintenanceName replaces a maintenance worker name that sanitises to nothing.
+	emptyMaintenanceName = "urutau-maintenance"
+)
+
+// CoordinatorName names the coordinator ServiceAccount, Role, RoleBinding, PDB, Service,
+// ConfigMap and StatefulSet of the CDCPipeline named cr.
+func CoordinatorName(cr string) string { return cr + "-coordinator" }
+
+// WorkerServiceAccountName names the token-less ServiceAccount of the pipeline's workers (#603).
+func WorkerServiceAccountName(cr string) string { return cr + "-worker" }
+
+// CoordinatorAddress is the address workers dial: the headless Service, without the cluster
+// domain (#575).
+func CoordinatorAddress(cr, namespace string) string {
+	return CoordinatorName(cr) + "." + namespace + ":" + strconv.Itoa(GRPCPort)
+}
+
+// WorkerGroupPrefix names the worker StatefulSet and Service the coordinator creates for a table,
+// and the table's ScaledObject. It must equal the coordinator's own computation: RBAC
+// resourceNames and KEDA's scaleTargetRef are matched against it. The joined `<pipeline>-<target>`
+// is lowercased, every character outside [a-z0-9] becomes '-', runs of '-' collapse, leading and
+// trailing '-' go, a leading digit gets a `w-` prefix, empty becomes `w`, and the result is capped
+// at 52 characters.
+func WorkerGroupPrefix(pipeline, target string) string {
+	var b strings.Builder
+	dash := false
+	for _, r := range strings.ToLower(pipeline + "-" + target) {
+		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') {
+			b.WriteRune(r)
+			dash = false
+			continue
+		}
+		if !dash {
+			b.WriteByte('-')
+			dash = true
+		}
+	}
+	s := strings.Trim(b.String(), "-")
+	if s == "" {
+		return "w"
+	}
+	if s[0] >= '0' && s[0] <= '9' {
+		s = "w-" + s
+	}
+	if len(s) > maxWorkerGroupName {
+		// A name ending in '-' is not a DNS label, so no working coordinator can produce one:
+		// trimming again after the cap changes nothing the coordinator could have created.
+		s = strings.TrimRight(s[:maxWorkerGroupName], "-")
+	}
+	return s
+}
+
+// WorkerPodTemplateKey is the ConfigMap key of a table's worker pod template. The raw target is
+// used, dots kept: the coordinator looks the key up the same way (#256).
+func WorkerPodTemplateKey(target string) string {
+	return "worker-pod-template." + target + ".yaml"
+}
+
+// MaintenanceWorkerName names the bare Pod the coordinator starts for a table's maintenance pass
+// (#105): `<pipeline>-<target>-maint`, lowercased, characters outside [a-z0-9-] replaced by '-'
+// (runs are not collapsed), trimmed of '-', capped at 63, `urutau-maintenance` when empty.
+func MaintenanceWorkerName(pipeline, target string) string {
+	b := []byte(strings.ToLower(pipeline + "-" + target + "-maint"))
+	for i, c := range b {
+		if (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '-' {
+			b[i] = '-'
+		}
+	}
+	s := strings.Trim(string(b), "-")
+	if len(s) > maxMaintenanceName {
+		s = strings.TrimRight(s[:maxMaintenanceName], "-")
+	}
+	if s == "" {
+		return emptyMaintenanceName
+	}
+	return s
+}
+
+// SelectorLabels are the frozen selector labels of the coordinator workload. Selectors are
+// immutable, so this set must never grow; the coordinator pod template carries exactly these.
+func SelectorLabels(cr string) map[string]string {
+	return map[string]string{
+		urutauv1alpha1.LabelApp:      AppCoordinator,
+		urutauv1alpha1.LabelPipeline: cr,
+	}
+}
+
+// FleetLabels mark an object in a member as written by the hub for the CDCPipeline p. The UID
+// label guards cleanup: a re-created pipeline of the same name has another UID. They go on object
+// metadata only, never in selectors or the coordinator pod template.
+func FleetLabels(p *urutauv1alpha1.CDCPipeline) map[string]string {
+	return map[string]string{
+		urutauv1alpha1.LabelHubPipelineUID: string(p.UID),
+		urutauv1alpha1.LabelHubNamespace:   p.Namespace,
+		urutauv1alpha1.LabelHubName:        p.Name,
+		urutauv1alpha1.LabelManagedBy:      urutauv1alpha1.ManagedByFleet,
+	}
+}
+
+// objectLabels are the labels of every object the hub writes for p: selector plus fleet labels.
+func objectLabels(p *urutauv1alpha1.CDCPipeline) map[string]string {
+	l := SelectorLabels(p.Name)
+	for k, v := range FleetLabels(p) {
+		l[k] = v
+	}
+	return l
+}
+
+// workerPodLabels are the labels of the worker pod template (no fleet labels: worker pods must be
+// identical to the single-cluster operator's).
+func workerPodLabels(cr, target string) map[string]string {
+	return map[string]string{
+		urutauv1alpha1.LabelApp:      AppWorker,
+		urutauv1alpha1.LabelPipeline: cr,
+		LabelTable:                   target,
+	}
+}
+
+// metricsPort is the port of a listen address such as ":9090" or "0.0.0.0:9100", or
+// DefaultMetricsPort when there is none to parse.
+func metricsPort(addr string) int32 {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return DefaultMetricsPort
+	}
+	n, err := strconv.ParseUint(port, 10, 16)
+	if err != nil || n == 0 {
+		return DefaultMetricsPort
+	}
+	return int32(n)
+}
