@@ -32,7 +32,7 @@ generate: ## Generate deepcopy code for the API types.
 .PHONY: manifests
 manifests: ## Generate the CRD and RBAC manifests from markers.
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/hub/crd/bases
-	$(CONTROLLER_GEN) rbac:roleName=urutau-fleet-hub paths=./internal/... output:rbac:artifacts:config=config/hub/rbac
+	$(CONTROLLER_GEN) rbac:roleName=hub paths=./internal/... output:rbac:artifacts:config=config/hub/rbac
 	$(CONTROLLER_GEN) webhook paths=./internal/webhook/... output:webhook:artifacts:config=config/hub/webhook
 
 .PHONY: verify-gen
