@@ -38,10 +38,6 @@ type CDCPipelineList struct {
 	Items           []CDCPipeline `json:"items"`
 }
 
-func init() {
-	SchemeBuilder.Register(&CDCPipeline{}, &CDCPipelineList{})
-}
-
 // CDCPipelineSpec is the single-cluster spec, inlined unchanged, plus where the pipeline runs.
 type CDCPipelineSpec struct {
 	PipelineSpec `json:",inline"`

@@ -37,7 +37,7 @@ func TestExamplesAcceptedUnchanged(t *testing.T) {
 					continue
 				}
 				ctx := t.Context()
-				if err := c.Client.Patch(ctx, want.DeepCopy(), client.Apply, fieldOwner, client.ForceOwnership); err != nil {
+				if err := c.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(want.DeepCopy()), fieldOwner, client.ForceOwnership); err != nil {
 					t.Fatalf("rejected: %v", err)
 				}
 				got := &unstructured.Unstructured{}

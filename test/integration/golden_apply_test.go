@@ -43,7 +43,7 @@ func TestGoldenWorkloadsApply(t *testing.T) {
 				sent := want.DeepCopy()
 				// Status is not ours to apply; the typed KEDA struct serialises an empty one.
 				unstructured.RemoveNestedField(sent.Object, "status")
-				if err := c.Client.Patch(ctx, sent, client.Apply, fieldOwner, client.ForceOwnership); err != nil {
+				if err := c.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(sent), fieldOwner, client.ForceOwnership); err != nil {
 					t.Fatalf("%s %s rejected by the API server: %v", want.GetKind(), want.GetName(), err)
 				}
 				kinds[want.GetKind()]++
