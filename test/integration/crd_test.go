@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -37,6 +38,10 @@ func TestExamplesAcceptedUnchanged(t *testing.T) {
 					continue
 				}
 				ctx := t.Context()
+				ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: want.GetNamespace()}}
+				if err := c.Client.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+					t.Fatal(err)
+				}
 				if err := c.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(want.DeepCopy()), fieldOwner, client.ForceOwnership); err != nil {
 					t.Fatalf("rejected: %v", err)
 				}
