@@ -1,0 +1,182 @@
+package kind
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2" //nolint:staticcheck // Ginkgo's DSL reads best dot-imported.
+	. "github.com/onsi/gomega"    //nolint:staticcheck // as above.
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/urutau-io/fleet/internal/localfleet"
+)
+
+// Environment knobs. With E2E_HUB_KUBECONFIG set the suite uses existing clusters (the kind
+// flow deploys the hub there first); otherwise it starts the local fleet itself.
+const (
+	envHubKubeconfig     = "E2E_HUB_KUBECONFIG"
+	envMemberKubeconfigs = "E2E_MEMBER_KUBECONFIGS" // name=path,name=path
+	envRestartCommand    = "E2E_RESTART_MEMBER"     // a command given the member name, e.g. hack/kind-restart.sh
+)
+
+const (
+	e2eNamespace    = "e2e"
+	e2eSourceSecret = "e2e-source"
+)
+
+var (
+	input SpecInput
+	fleet *localfleet.Fleet
+)
+
+func TestE2E(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a local fleet of clusters")
+	}
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "urutau fleet e2e")
+}
+
+var _ = SynchronizedBeforeSuite(func(ctx SpecContext) {}, func(ctx SpecContext) {
+	input = SpecInput{Namespace: e2eNamespace, SourceSecret: e2eSourceSecret, Timeout: 90 * time.Second,
+		Members: map[string]client.Client{}}
+	if os.Getenv(envHubKubeconfig) != "" {
+		useExistingClusters(ctx)
+	} else {
+		startLocalFleet(ctx)
+	}
+	for _, name := range input.MemberNames {
+		Expect(ensureSourceSecret(ctx, input.Members[name], name)).To(Succeed())
+	}
+}, NodeTimeout(5*time.Minute))
+
+var _ = SynchronizedAfterSuite(func() {}, func(ctx SpecContext) {
+	if fleet != nil {
+		if CurrentSpecReport().Failed() {
+			GinkgoWriter.Printf("hub log: %s\n", fleet.HubLog())
+		}
+		Expect(fleet.Down(ctx)).To(Succeed())
+	}
+}, NodeTimeout(2*time.Minute))
+
+func startLocalFleet(ctx context.Context) {
+	bin := os.Getenv("KUBEBUILDER_ASSETS")
+	Expect(bin).NotTo(BeEmpty(), "KUBEBUILDER_ASSETS is not set: run `make test` or `make test-e2e`")
+	root, err := filepath.Abs("../..")
+	Expect(err).NotTo(HaveOccurred())
+	work, err := os.MkdirTemp("", "urutau-e2e-")
+	Expect(err).NotTo(HaveOccurred())
+
+	By("building the hub")
+	hubBinary := filepath.Join(work, "hub")
+	build := exec.CommandContext(ctx, "go", "build", "-o", hubBinary, "./cmd/hub")
+	build.Dir = root
+	out, err := build.CombinedOutput()
+	Expect(err).NotTo(HaveOccurred(), "go build ./cmd/hub: %s", out)
+
+	By("starting the local fleet: hub, member-a, member-b")
+	members := []localfleet.Member{
+		{Name: "member-a", Labels: map[string]string{"region": "eu"}},
+		{Name: "member-b", Labels: map[string]string{"region": "us"}},
+	}
+	fleet, err = localfleet.Up(ctx, localfleet.FleetOptions{
+		Options: localfleet.Options{BinDir: bin, WorkDir: filepath.Join(work, "fleet"),
+			Log: func(format string, args ...any) { GinkgoWriter.Printf(format+"\n", args...) }},
+		RepoRoot:  root,
+		HubBinary: hubBinary,
+		HubArgs: []string{
+			"--coordinator-image=ghcr.io/urutau-io/urutau:e2e",
+			"--leader-elect=false",
+			"--metrics-bind-address=0",
+			"--health-probe-bind-address=0",
+			"--member-timeout=5s",
+			"--tombstone-grace=20s",
+		},
+		Members:    members,
+		Namespaces: []string{e2eNamespace},
+	})
+	Expect(err).NotTo(HaveOccurred())
+	input.Hub, err = fleet.Client("hub")
+	Expect(err).NotTo(HaveOccurred())
+	for _, m := range members {
+		input.MemberNames = append(input.MemberNames, m.Name)
+		input.Members[m.Name], err = fleet.Client(m.Name)
+		Expect(err).NotTo(HaveOccurred())
+	}
+	opts := localfleet.Options{BinDir: bin, WorkDir: filepath.Join(work, "fleet")}
+	input.RestartMember = func(ctx context.Context, name string, pause time.Duration) error {
+		if err := localfleet.StopCluster(ctx, opts, name); err != nil {
+			return err
+		}
+		time.Sleep(pause)
+		return localfleet.StartCluster(ctx, opts, name)
+	}
+}
+
+func useExistingClusters(ctx context.Context) {
+	var err error
+	input.Hub, err = clientFor(os.Getenv(envHubKubeconfig))
+	Expect(err).NotTo(HaveOccurred())
+	for _, pair := range strings.Split(os.Getenv(envMemberKubeconfigs), ",") {
+		name, path, ok := strings.Cut(pair, "=")
+		Expect(ok).To(BeTrue(), "%s must be name=path,name=path", envMemberKubeconfigs)
+		input.MemberNames = append(input.MemberNames, name)
+		input.Members[name], err = clientFor(path)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(client.IgnoreAlreadyExists(input.Members[name].Create(ctx,
+			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: e2eNamespace}}))).To(Succeed())
+	}
+	Expect(len(input.MemberNames)).To(BeNumerically(">=", 2))
+	restart := os.Getenv(envRestartCommand)
+	input.RestartMember = func(ctx context.Context, name string, pause time.Duration) error {
+		Expect(restart).NotTo(BeEmpty(), "%s is not set", envRestartCommand)
+		return exec.CommandContext(ctx, restart, name, pause.String()).Run()
+	}
+}
+
+func clientFor(kubeconfig string) (client.Client, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	return client.New(cfg, client.Options{Scheme: localfleet.Scheme()})
+}
+
+func ensureSourceSecret(ctx context.Context, c client.Client, member string) error {
+	s := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: e2eNamespace, Name: e2eSourceSecret},
+		StringData: map[string]string{"uri": "mysql://e2e@db." + member + ".example:3306/shop"},
+	}
+	if err := c.Create(ctx, s); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	return nil
+}
+
+var _ = Describe("urutau fleet", Ordered, func() {
+	getInput := func() SpecInput { return input }
+	It("places a pipeline on two members and reports it Ready", func(ctx SpecContext) {
+		PlacedAndReadySpec(ctx, getInput)
+	}, SpecTimeout(3*time.Minute))
+	It("moves a pipeline: stops it on the old member before starting it on the new one", func(ctx SpecContext) {
+		MoveSpec(ctx, getInput)
+	}, SpecTimeout(3*time.Minute))
+	It("deletes a pipeline from every member", func(ctx SpecContext) {
+		DeleteSpec(ctx, getInput)
+	}, SpecTimeout(3*time.Minute))
+	It("writes nothing while terminated and resumes when cleared", func(ctx SpecContext) {
+		TerminateAndClearSpec(ctx, getInput)
+	}, SpecTimeout(3*time.Minute))
+	It("converges when a member's API server restarts mid-rollout", func(ctx SpecContext) {
+		MemberRestartSpec(ctx, getInput)
+	}, SpecTimeout(4*time.Minute))
+})

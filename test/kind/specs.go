@@ -1,0 +1,270 @@
+// Package kind is the multi-cluster end-to-end suite. Each spec is a function taking a SpecInput
+// (the hub and member clients and how to restart a member), so the same specs run against the
+// local fleet (`make test-e2e`, real control planes with kwok nodes, no Docker) and against kind
+// clusters with the hub deployed from config/hub (`make test-e2e-kind`, needs Docker and images).
+package kind
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2" //nolint:staticcheck // Ginkgo's DSL reads best dot-imported.
+	. "github.com/onsi/gomega"    //nolint:staticcheck // as above.
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
+)
+
+// SpecInput is what every spec needs.
+type SpecInput struct {
+	Hub client.Client
+	// Members by name; the specs use the first two (sorted as given in MemberNames).
+	Members     map[string]client.Client
+	MemberNames []string
+	// Namespace exists in every member, with a Secret SourceSecret holding `uri`.
+	Namespace    string
+	SourceSecret string
+	// RestartMember stops a member's API server and starts it again after the pause.
+	RestartMember func(ctx context.Context, name string, pause time.Duration) error
+	// Timeout bounds every wait.
+	Timeout time.Duration
+}
+
+func (in SpecInput) a() string { return in.MemberNames[0] }
+func (in SpecInput) b() string { return in.MemberNames[1] }
+
+// pipeline is a minimal MySQL pipeline placed on the given members.
+func pipeline(in SpecInput, name string, serverID int, clusters ...string) *urutauv1alpha1.CDCPipeline {
+	inline := fmt.Sprintf(`{"pipeline":%q,"source":{"kind":"mysql","serverId":%d},"sink":{"type":"iceberg","warehouse":"s3://lake/e2e"},"tables":[{"target":"raw.orders"}]}`, name, serverID)
+	return &urutauv1alpha1.CDCPipeline{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: in.Namespace},
+		Spec: urutauv1alpha1.CDCPipelineSpec{
+			PipelineSpec: urutauv1alpha1.PipelineSpec{
+				Definition: urutauv1alpha1.Definition{Inline: &runtime.RawExtension{Raw: []byte(inline)}},
+				Secrets:    urutauv1alpha1.Secrets{Source: in.SourceSecret},
+			},
+			Placement: urutauv1alpha1.Placement{Clusters: clusters},
+		},
+	}
+}
+
+func coordinatorKey(p *urutauv1alpha1.CDCPipeline) client.ObjectKey {
+	return client.ObjectKey{Namespace: p.Namespace, Name: p.Name + "-coordinator"}
+}
+
+// expectRunning waits until the coordinator StatefulSet of p has a ready replica in the member
+// and the hub reports that member Ready.
+func expectRunning(ctx context.Context, in SpecInput, p *urutauv1alpha1.CDCPipeline, member string) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		sts := &appsv1.StatefulSet{}
+		g.Expect(in.Members[member].Get(ctx, coordinatorKey(p), sts)).To(Succeed())
+		g.Expect(sts.Labels).To(HaveKeyWithValue(urutauv1alpha1.LabelHubPipelineUID, string(currentUID(ctx, g, in, p))))
+		g.Expect(sts.Status.ReadyReplicas).To(BeNumerically(">=", 1), "coordinator not ready in %s", member)
+		got := &urutauv1alpha1.CDCPipeline{}
+		g.Expect(in.Hub.Get(ctx, client.ObjectKeyFromObject(p), got)).To(Succeed())
+		g.Expect(clusterPhase(got, member)).To(Equal(urutauv1alpha1.ClusterReady))
+	}).WithContext(ctx).WithTimeout(in.Timeout).WithPolling(500 * time.Millisecond).Should(Succeed())
+}
+
+// expectAbsent waits until the member holds no coordinator StatefulSet of p.
+func expectAbsent(ctx context.Context, in SpecInput, p *urutauv1alpha1.CDCPipeline, member string) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		err := in.Members[member].Get(ctx, coordinatorKey(p), &appsv1.StatefulSet{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "coordinator still in %s (err %v)", member, err)
+	}).WithContext(ctx).WithTimeout(in.Timeout).WithPolling(500 * time.Millisecond).Should(Succeed())
+}
+
+func currentUID(ctx context.Context, g Gomega, in SpecInput, p *urutauv1alpha1.CDCPipeline) string {
+	got := &urutauv1alpha1.CDCPipeline{}
+	g.Expect(in.Hub.Get(ctx, client.ObjectKeyFromObject(p), got)).To(Succeed())
+	return string(got.UID)
+}
+
+func clusterPhase(p *urutauv1alpha1.CDCPipeline, member string) urutauv1alpha1.ClusterPhase {
+	for _, c := range p.Status.Clusters {
+		if c.Name == member {
+			return c.Phase
+		}
+	}
+	return ""
+}
+
+func expectReady(ctx context.Context, in SpecInput, p *urutauv1alpha1.CDCPipeline) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		got := &urutauv1alpha1.CDCPipeline{}
+		g.Expect(in.Hub.Get(ctx, client.ObjectKeyFromObject(p), got)).To(Succeed())
+		g.Expect(meta.IsStatusConditionTrue(got.Status.Conditions, urutauv1alpha1.ConditionReady)).To(BeTrue(),
+			"Ready is not True: %+v", got.Status.Conditions)
+		g.Expect(got.Status.ObservedGeneration).To(Equal(got.Generation))
+	}).WithContext(ctx).WithTimeout(in.Timeout).WithPolling(500 * time.Millisecond).Should(Succeed())
+}
+
+func deleteAndWait(ctx context.Context, in SpecInput, p *urutauv1alpha1.CDCPipeline) {
+	GinkgoHelper()
+	Expect(client.IgnoreNotFound(in.Hub.Delete(ctx, p))).To(Succeed())
+	Eventually(func() bool {
+		return apierrors.IsNotFound(in.Hub.Get(ctx, client.ObjectKeyFromObject(p), &urutauv1alpha1.CDCPipeline{}))
+	}).WithContext(ctx).WithTimeout(in.Timeout).Should(BeTrue(), "CDCPipeline %s not gone from the hub", p.Name)
+}
+
+// PlacedAndReadySpec: a pipeline placed on two members runs a coordinator in both, and the hub
+// reports it Ready with every member Ready.
+func PlacedAndReadySpec(ctx context.Context, inputGetter func() SpecInput) {
+	in := inputGetter()
+	p := pipeline(in, "e2e-ready", 7101, in.a(), in.b())
+	By("submitting a pipeline placed on " + in.a() + " and " + in.b())
+	Expect(in.Hub.Create(ctx, p)).To(Succeed())
+	expectRunning(ctx, in, p, in.a())
+	expectRunning(ctx, in, p, in.b())
+	expectReady(ctx, in, p)
+	got := &urutauv1alpha1.CDCPipeline{}
+	Expect(in.Hub.Get(ctx, client.ObjectKeyFromObject(p), got)).To(Succeed())
+	Expect(got.Status.ReadyClusters).To(Equal("2/2"))
+	Expect(got.Status.Inventory).To(ConsistOf(in.a(), in.b()))
+	deleteAndWait(ctx, in, p)
+}
+
+// MoveSpec: moving a pipeline from A to B stops it on A before it starts on B.
+func MoveSpec(ctx context.Context, inputGetter func() SpecInput) {
+	in := inputGetter()
+	p := pipeline(in, "e2e-move", 7102, in.a())
+	Expect(in.Hub.Create(ctx, p)).To(Succeed())
+	expectRunning(ctx, in, p, in.a())
+
+	By("moving it to " + in.b())
+	Expect(in.Hub.Get(ctx, client.ObjectKeyFromObject(p), p)).To(Succeed())
+	p.Spec.Placement.Clusters = []string{in.b()}
+	Expect(in.Hub.Update(ctx, p)).To(Succeed())
+
+	By("never observing the coordinator in both members at once")
+	deadline := time.Now().Add(in.Timeout)
+	for {
+		inA := in.Members[in.a()].Get(ctx, coordinatorKey(p), &appsv1.StatefulSet{}) == nil
+		inB := in.Members[in.b()].Get(ctx, coordinatorKey(p), &appsv1.StatefulSet{}) == nil
+		Expect(inA && inB).To(BeFalse(), "the coordinator is in %s and %s at the same time", in.a(), in.b())
+		if !inA && inB {
+			break
+		}
+		Expect(time.Now().Before(deadline)).To(BeTrue(), "move not done within %s (in %s: %v, in %s: %v)", in.Timeout, in.a(), inA, in.b(), inB)
+		time.Sleep(100 * time.Millisecond)
+	}
+	expectRunning(ctx, in, p, in.b())
+	expectAbsent(ctx, in, p, in.a())
+	deleteAndWait(ctx, in, p)
+}
+
+// DeleteSpec: deleting the CR removes the workload from every member it ran on.
+func DeleteSpec(ctx context.Context, inputGetter func() SpecInput) {
+	in := inputGetter()
+	p := pipeline(in, "e2e-delete", 7103, in.a(), in.b())
+	Expect(in.Hub.Create(ctx, p)).To(Succeed())
+	expectRunning(ctx, in, p, in.a())
+	expectRunning(ctx, in, p, in.b())
+	deleteAndWait(ctx, in, p)
+	for _, m := range []string{in.a(), in.b()} {
+		expectAbsent(ctx, in, p, m)
+		for _, obj := range []client.Object{&corev1.ConfigMap{}, &corev1.Service{}, &corev1.ServiceAccount{}} {
+			err := in.Members[m].Get(ctx, coordinatorKey(p), obj)
+			Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%T %s left in %s", obj, coordinatorKey(p), m)
+		}
+	}
+}
+
+// TerminateAndClearSpec: a person sets status.terminated; the hub then writes nothing to the
+// members (a spec change to the coordinator is not rolled out) until the person clears it.
+func TerminateAndClearSpec(ctx context.Context, inputGetter func() SpecInput) {
+	in := inputGetter()
+	p := pipeline(in, "e2e-terminate", 7104, in.a())
+	Expect(in.Hub.Create(ctx, p)).To(Succeed())
+	expectRunning(ctx, in, p, in.a())
+	sts := &appsv1.StatefulSet{}
+	Expect(in.Members[in.a()].Get(ctx, coordinatorKey(p), sts)).To(Succeed())
+	// What the hub wrote: the spec generation and the hub's managedFields entries. The member's
+	// own controllers may still update status; that is not a hub write.
+	hubWrites := func(s *appsv1.StatefulSet) []string {
+		var out []string
+		for _, mf := range s.ManagedFields {
+			if strings.HasPrefix(mf.Manager, "urutau-operator@") {
+				out = append(out, fmt.Sprintf("%s %s %s", mf.Manager, mf.Operation, mf.Time))
+			}
+		}
+		return append(out, fmt.Sprint("generation ", s.Generation))
+	}
+	before := hubWrites(sts)
+
+	By("terminating it through the status subresource, as a person would")
+	Eventually(func() error {
+		got := &urutauv1alpha1.CDCPipeline{}
+		if err := in.Hub.Get(ctx, client.ObjectKeyFromObject(p), got); err != nil {
+			return err
+		}
+		got.Status.Terminated = &urutauv1alpha1.Terminated{Reason: "ManualStop", Message: "stopped by e2e",
+			At: time.Now().UTC().Format(time.RFC3339), ObservedGeneration: got.Generation}
+		return in.Hub.Status().Update(ctx, got)
+	}).WithContext(ctx).WithTimeout(in.Timeout).Should(Succeed())
+	Eventually(func(g Gomega) {
+		got := &urutauv1alpha1.CDCPipeline{}
+		g.Expect(in.Hub.Get(ctx, client.ObjectKeyFromObject(p), got)).To(Succeed())
+		g.Expect(meta.IsStatusConditionTrue(got.Status.Conditions, urutauv1alpha1.ConditionStalled)).To(BeTrue())
+	}).WithContext(ctx).WithTimeout(in.Timeout).Should(Succeed())
+
+	By("leaving the member untouched while terminated, even when the CR changes outside its spec")
+	Eventually(func() error {
+		got := &urutauv1alpha1.CDCPipeline{}
+		if err := in.Hub.Get(ctx, client.ObjectKeyFromObject(p), got); err != nil {
+			return err
+		}
+		if got.Labels == nil {
+			got.Labels = map[string]string{}
+		}
+		got.Labels["e2e/touched"] = "yes"
+		return in.Hub.Update(ctx, got)
+	}).WithContext(ctx).WithTimeout(in.Timeout).Should(Succeed())
+	Consistently(func(g Gomega) {
+		cur := &appsv1.StatefulSet{}
+		g.Expect(in.Members[in.a()].Get(ctx, coordinatorKey(p), cur)).To(Succeed())
+		g.Expect(hubWrites(cur)).To(Equal(before))
+	}).WithContext(ctx).WithTimeout(5 * time.Second).WithPolling(500 * time.Millisecond).Should(Succeed())
+
+	By("clearing it: the hub resumes")
+	Eventually(func() error {
+		got := &urutauv1alpha1.CDCPipeline{}
+		if err := in.Hub.Get(ctx, client.ObjectKeyFromObject(p), got); err != nil {
+			return err
+		}
+		got.Status.Terminated = nil
+		return in.Hub.Status().Update(ctx, got)
+	}).WithContext(ctx).WithTimeout(in.Timeout).Should(Succeed())
+	expectReady(ctx, in, p)
+	deleteAndWait(ctx, in, p)
+}
+
+// MemberRestartSpec: a member's API server goes away in the middle of a rollout; the other member
+// is not held up, and the restarted member converges when it is back.
+func MemberRestartSpec(ctx context.Context, inputGetter func() SpecInput) {
+	in := inputGetter()
+	p := pipeline(in, "e2e-restart", 7105, in.a(), in.b())
+	restarted := make(chan error, 1)
+	By("restarting " + in.b() + " while the pipeline is submitted")
+	go func() {
+		defer GinkgoRecover()
+		restarted <- in.RestartMember(ctx, in.b(), 10*time.Second)
+	}()
+	Expect(in.Hub.Create(ctx, p)).To(Succeed())
+	expectRunning(ctx, in, p, in.a())
+	Expect(<-restarted).To(Succeed())
+	expectRunning(ctx, in, p, in.b())
+	expectReady(ctx, in, p)
+	deleteAndWait(ctx, in, p)
+}
