@@ -139,13 +139,13 @@ type CoordinatorSpec struct {
 
 	// CPU is the coordinator's request and limit. Default 500m.
 	// +optional
-	// +kubebuilder:validation:XValidation:rule="size(self) == 0 || isQuantity(self)",message="must be a resource quantity such as 500m or 2"
+	// +kubebuilder:validation:XValidation:rule="size(self) == 0 || (self.matches('^[+-]?[0-9.]+([eE][+-]?[0-9]{1,2}|[a-zA-Z]{0,2})$') && isQuantity(self))",message="must be a resource quantity such as 500m or 2"
 	// +kubebuilder:validation:MaxLength=64
 	CPU string `json:"cpu,omitempty"`
 
 	// Memory is the coordinator's request and limit. Default 1Gi.
 	// +optional
-	// +kubebuilder:validation:XValidation:rule="size(self) == 0 || isQuantity(self)",message="must be a resource quantity such as 512Mi or 1Gi"
+	// +kubebuilder:validation:XValidation:rule="size(self) == 0 || (self.matches('^[+-]?[0-9.]+([eE][+-]?[0-9]{1,2}|[a-zA-Z]{0,2})$') && isQuantity(self))",message="must be a resource quantity such as 512Mi or 1Gi"
 	// +kubebuilder:validation:MaxLength=64
 	Memory string `json:"memory,omitempty"`
 
@@ -228,25 +228,25 @@ type EventlogSpec struct {
 type WorkerSpec struct {
 	// CPU is the worker request. Default 500m.
 	// +optional
-	// +kubebuilder:validation:XValidation:rule="size(self) == 0 || isQuantity(self)",message="must be a resource quantity such as 500m or 2"
+	// +kubebuilder:validation:XValidation:rule="size(self) == 0 || (self.matches('^[+-]?[0-9.]+([eE][+-]?[0-9]{1,2}|[a-zA-Z]{0,2})$') && isQuantity(self))",message="must be a resource quantity such as 500m or 2"
 	// +kubebuilder:validation:MaxLength=64
 	CPU string `json:"cpu,omitempty"`
 
 	// CPUOverhead is added to the request to form the limit.
 	// +optional
-	// +kubebuilder:validation:XValidation:rule="size(self) == 0 || isQuantity(self)",message="must be a resource quantity such as 100m"
+	// +kubebuilder:validation:XValidation:rule="size(self) == 0 || (self.matches('^[+-]?[0-9.]+([eE][+-]?[0-9]{1,2}|[a-zA-Z]{0,2})$') && isQuantity(self))",message="must be a resource quantity such as 100m"
 	// +kubebuilder:validation:MaxLength=64
 	CPUOverhead string `json:"cpuOverhead,omitempty"`
 
 	// Memory is the worker request. Default 1Gi.
 	// +optional
-	// +kubebuilder:validation:XValidation:rule="size(self) == 0 || isQuantity(self)",message="must be a resource quantity such as 512Mi or 1Gi"
+	// +kubebuilder:validation:XValidation:rule="size(self) == 0 || (self.matches('^[+-]?[0-9.]+([eE][+-]?[0-9]{1,2}|[a-zA-Z]{0,2})$') && isQuantity(self))",message="must be a resource quantity such as 512Mi or 1Gi"
 	// +kubebuilder:validation:MaxLength=64
 	Memory string `json:"memory,omitempty"`
 
 	// MemoryOverhead is added to the request to form the limit.
 	// +optional
-	// +kubebuilder:validation:XValidation:rule="size(self) == 0 || isQuantity(self)",message="must be a resource quantity such as 256Mi"
+	// +kubebuilder:validation:XValidation:rule="size(self) == 0 || (self.matches('^[+-]?[0-9.]+([eE][+-]?[0-9]{1,2}|[a-zA-Z]{0,2})$') && isQuantity(self))",message="must be a resource quantity such as 256Mi"
 	// +kubebuilder:validation:MaxLength=64
 	MemoryOverhead string `json:"memoryOverhead,omitempty"`
 
@@ -256,13 +256,15 @@ type WorkerSpec struct {
 }
 
 // Placement selects member clusters: the union of Clusters and ClusterSelector. Neither set places
-// the pipeline nowhere; it never means "everywhere".
+// the pipeline nowhere; it never means "everywhere", so an empty selector is rejected.
+// +kubebuilder:validation:XValidation:rule="!has(self.clusterSelector) || has(self.clusterSelector.matchLabels) || has(self.clusterSelector.matchExpressions)",message="clusterSelector must not be empty: an empty selector would select every member cluster; list the labels to match, or remove it"
 type Placement struct {
 	// Clusters are member cluster names, as the cluster inventory names them.
 	// +optional
 	// +listType=set
 	// +kubebuilder:validation:MaxItems=256
 	// +kubebuilder:validation:items:MaxLength=63
+	// +kubebuilder:validation:items:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
 	Clusters []string `json:"clusters,omitempty"`
 
 	// ClusterSelector selects members by the labels of their inventory entry (the kubeconfig
@@ -277,6 +279,7 @@ type ClusterOverride struct {
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=256
 	// +kubebuilder:validation:items:MaxLength=63
+	// +kubebuilder:validation:items:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
 	// +listType=set
 	Clusters []string `json:"clusters"`
 
@@ -301,12 +304,12 @@ type ClusterOverride struct {
 // ResourceOverride replaces a CPU and/or memory quantity.
 type ResourceOverride struct {
 	// +optional
-	// +kubebuilder:validation:XValidation:rule="size(self) == 0 || isQuantity(self)",message="must be a resource quantity such as 500m or 2"
+	// +kubebuilder:validation:XValidation:rule="size(self) == 0 || (self.matches('^[+-]?[0-9.]+([eE][+-]?[0-9]{1,2}|[a-zA-Z]{0,2})$') && isQuantity(self))",message="must be a resource quantity such as 500m or 2"
 	// +kubebuilder:validation:MaxLength=64
 	CPU string `json:"cpu,omitempty"`
 
 	// +optional
-	// +kubebuilder:validation:XValidation:rule="size(self) == 0 || isQuantity(self)",message="must be a resource quantity such as 512Mi or 1Gi"
+	// +kubebuilder:validation:XValidation:rule="size(self) == 0 || (self.matches('^[+-]?[0-9.]+([eE][+-]?[0-9]{1,2}|[a-zA-Z]{0,2})$') && isQuantity(self))",message="must be a resource quantity such as 512Mi or 1Gi"
 	// +kubebuilder:validation:MaxLength=64
 	Memory string `json:"memory,omitempty"`
 }

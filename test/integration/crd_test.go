@@ -105,6 +105,15 @@ func TestCRDRejects(t *testing.T) {
 		{"eventlog without bucket", "", func(s map[string]any) {
 			s["coordinator"] = map[string]any{"eventlog": map[string]any{"endpoint": "http://minio"}}
 		}, []string{"spec.coordinator.eventlog.bucket", "Required"}},
+		{"quantity with a huge exponent (the parser would spin)", "", func(s map[string]any) {
+			s["worker"] = map[string]any{"cpu": "1e-999999999"}
+		}, []string{"spec.worker.cpu", "must be a resource quantity"}},
+		{"empty cluster selector", "", func(s map[string]any) {
+			s["placement"] = map[string]any{"clusterSelector": map[string]any{}}
+		}, []string{"spec.placement", "clusterSelector must not be empty"}},
+		{"cluster name not DNS-1123", "", func(s map[string]any) {
+			s["placement"] = map[string]any{"clusters": []any{"EU_1"}}
+		}, []string{"spec.placement.clusters[0]", "should match"}},
 		{"name too long", strings.Repeat("n", 41), func(map[string]any) {},
 			[]string{"metadata.name must be at most 40 characters"}},
 	}

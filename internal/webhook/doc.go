@@ -1,0 +1,74 @@
+// Package webhook is the hub's validating admission webhook for CDCPipelines
+// (ValidatingWebhookConfiguration webhook vcdcpipeline.urutau.io, path
+// /validate-urutau-io-v1alpha1-cdcpipeline, CREATE and UPDATE, failurePolicy Fail).
+//
+// What it owns: the rules that need parsing (spec.definition.inline, quantities, label selectors),
+// the old object (immutable fields) or other objects (a source identity unique across the hub).
+// Static rules also live in the CRD (CEL/OpenAPI markers in api/v1alpha1) so they hold while the
+// webhook is down or disabled; the webhook repeats them so that its own answer is complete.
+//
+// What it must not do: write anything (sideEffects None), mutate the object, read Secrets or reach
+// member clusters, or judge status. It is not registered for the status subresource, so a person
+// clearing status.terminated is never blocked, and it does not see DELETE. An UPDATE of an object
+// being deleted, or one that leaves spec unchanged (finalizers, labels, annotations), is always
+// admitted: neither the hub's finalizer nor its removal may ever be blocked by a rule the stored
+// object was admitted without.
+//
+// # Rules (each error carries its field path; the API server answers 422 Invalid)
+//
+// Kept from the single-cluster webhook: exactly one of definition.image, definition.s3 or a
+// non-empty definition.inline; image and s3 are rejected as not implemented (use inline); the
+// inline definition parses (internal/spec.Parse) with a known source kind and sink type, the
+// supported values listed in the message; snapshot chunkSize and maxParallelChunks >= 0; every
+// cpu/memory quantity parses (coordinator, worker, tables[].workers, overrides), and is not
+// negative, at most 64 characters long and with a decimal exponent within ±64 (checked before
+// parsing: resource.ParseQuantity's cost grows with the exponent, 1e-999999999 takes a minute of
+// CPU). Added: metadata.name at most 40 characters (also CEL in the CRD); a MySQL serverId,
+// when set, is a number 1..4294967295; a Postgres slot name, when set, is a valid Postgres slot
+// name (lower-case letters, digits, underscore, at most 63).
+//
+// Fleet rules: placement cluster names (and the cluster names of overrides) are DNS-1123
+// subdomains, as the inventory names members after Secrets or ClusterProfiles; the clusterSelector
+// is a valid label selector and is not empty, because an empty selector selects every member and a
+// placement never means "everywhere" by accident: omit it to place nowhere. Overrides name only
+// clusters listed in placement.clusters; when the placement has a selector, a name outside the list
+// is only warned about (the selector may select it). A placement that can select more than one
+// member (two names, or any selector) is warned about: every member runs its own coordinator with
+// the same source identity, so each member's source Secret must point at a different database.
+//
+// Source identity, unique across the whole hub (all namespaces): a non-empty source.serverId
+// (compared as a number when it is one, whatever the source kind, as the single-cluster webhook
+// did) and, for a postgres source, source.postgres.slot. The message names the other pipeline as
+// namespace/name. The pipeline itself (same namespace and name) and pipelines being deleted are
+// ignored, and so are pipelines whose inline definition does not parse (they run nothing). A
+// postgres source without a slot (or a mysql source without a serverId) leaves the identity to the
+// coordinator's default, which the hub cannot see: it is admitted, as the single-cluster operator
+// admitted it, with a warning to set one. The check lists live from the API server (not the
+// cache) on CREATE, and on UPDATE only when the identity changed, which the immutability rules
+// below allow only when the old object had no parseable definition. A List failure is a
+// rejection. Two CREATEs racing with the same identity can both pass: admission is not a lock.
+//
+// # Immutable fields (UPDATE compares the old and the new object)
+//
+// Changing any of these on an existing pipeline is rejected with a message that says to create a
+// new CDCPipeline (and delete this one) instead:
+//
+//   - definition.inline.pipeline: it prefixes every worker StatefulSet, Service and ConfigMap key;
+//     a new value would orphan the running workers and start new, empty ones.
+//   - definition.inline.source.kind: the replication position belongs to one kind of source.
+//   - definition.inline.source.serverId: the MySQL replica identity of the coordinator; changing it
+//     under a running stream, or onto an id another reader uses, corrupts replication.
+//   - definition.inline.source.postgres.slot (adding or removing it too): the slot holds the
+//     pipeline's position in the WAL. A new slot starts at the current WAL position, so changes
+//     in between are lost, and the old slot keeps retaining WAL on the server.
+//   - definition.inline.source.postgres.publication: it decides which changes the slot streams;
+//     swapping it under a slot silently drops or adds tables mid-stream.
+//   - definition.inline.sink.type and sink.warehouse: the pipeline continues from its replication
+//     position, so a new destination would silently miss everything written before the switch,
+//     and the old one is orphaned. A new pipeline snapshots into the new destination.
+//
+// A serverId written as 5 or "5" is the same value. Everything else stays mutable, in particular
+// placement, overrides, image, logLevel, resources, secrets, coordinator and worker tuning, tables
+// and the postgres ssh/discover settings. When the old object's inline definition is absent or does
+// not parse, nothing was running from it and no immutability rule applies.
+package webhook
