@@ -165,8 +165,11 @@ func up(ctx context.Context, c config) (err error) {
 
 	say("applying the sample pipelines (examples/demo/)")
 	samples, err := filepath.Glob(filepath.Join(c.root, "examples/demo/*.yaml"))
-	if err != nil || len(samples) == 0 {
-		return fmt.Errorf("no samples in examples/demo: %v", err)
+	if err != nil {
+		return fmt.Errorf("listing examples/demo: %w", err)
+	}
+	if len(samples) == 0 {
+		return errors.New("no samples in examples/demo")
 	}
 	if err := localfleet.ApplyFiles(ctx, hub, samples...); err != nil {
 		return err

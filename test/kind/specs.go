@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
-	. "github.com/onsi/ginkgo/v2" //nolint:staticcheck // Ginkgo's DSL reads best dot-imported.
-	. "github.com/onsi/gomega"    //nolint:staticcheck // as above.
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -67,7 +67,7 @@ func expectRunning(ctx context.Context, in SpecInput, p *urutauv1alpha1.CDCPipel
 	Eventually(func(g Gomega) {
 		sts := &appsv1.StatefulSet{}
 		g.Expect(in.Members[member].Get(ctx, coordinatorKey(p), sts)).To(Succeed())
-		g.Expect(sts.Labels).To(HaveKeyWithValue(urutauv1alpha1.LabelHubPipelineUID, string(currentUID(ctx, g, in, p))))
+		g.Expect(sts.Labels).To(HaveKeyWithValue(urutauv1alpha1.LabelHubPipelineUID, currentUID(ctx, g, in, p)))
 		g.Expect(sts.Status.ReadyReplicas).To(BeNumerically(">=", 1), "coordinator not ready in %s", member)
 		got := &urutauv1alpha1.CDCPipeline{}
 		g.Expect(in.Hub.Get(ctx, client.ObjectKeyFromObject(p), got)).To(Succeed())
