@@ -25,7 +25,10 @@ type CDCPipeline struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Spec   CDCPipelineSpec   `json:"spec,omitempty"`
+	Spec CDCPipelineSpec `json:"spec,omitempty"`
+	// Status defaults to {observedGeneration: 0} so that readers (kstatus, Flux, Argo CD) see a
+	// pipeline no hub has reconciled yet as in progress, not as current.
+	// +kubebuilder:default={observedGeneration: 0}
 	Status CDCPipelineStatus `json:"status,omitempty"`
 }
 
@@ -320,8 +323,10 @@ type CDCPipelineStatus struct {
 	// +optional
 	Phase string `json:"phase,omitempty"`
 
-	// ObservedGeneration is the generation last applied to every placed member with success.
+	// ObservedGeneration is the generation the hub last reconciled to a conclusion: applied to
+	// every placed member, or found terminal/stalled for that generation.
 	// +optional
+	// +kubebuilder:default=0
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
 	// RunID is the coordinator's run identifier, kept from the single-cluster API.

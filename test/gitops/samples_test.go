@@ -27,10 +27,10 @@ type verdict struct {
 // verdicts covers every sample of config/argocd/.../testdata. Where kstatus or Flux disagree with
 // Argo CD, the comment says why.
 var verdicts = map[string]verdict{
-	// Known gap: with no status at all, kstatus has nothing to read and says Current. Flux with
-	// the example's expressions waits (Unknown), Argo CD says Progressing.
-	"progressing_no_status.yaml":                {status.CurrentStatus, "Resource is current", status.UnknownStatus},
-	"progressing_first_rollout.yaml":            {status.InProgressStatus, "coordinator not ready on eu-1, us-1", status.InProgressStatus},
+	// Right after create: the CRD defaults status.observedGeneration to 0, so every reader sees
+	// generation 1 not yet observed.
+	"progressing_no_status.yaml":                {status.InProgressStatus, "generation is 1, but latest observed generation is 0", status.InProgressStatus},
+	"progressing_first_rollout.yaml":            {status.InProgressStatus, "generation is 1, but latest observed generation is 0", status.InProgressStatus},
 	"progressing_new_generation.yaml":           {status.InProgressStatus, "generation is 3, but latest observed generation is 2", status.InProgressStatus},
 	"progressing_rollout.yaml":                  {status.InProgressStatus, "generation is 3, but latest observed generation is 2", status.InProgressStatus},
 	"progressing_reconciling.yaml":              {status.InProgressStatus, "coordinator not ready on us-1", status.InProgressStatus},

@@ -148,7 +148,7 @@ local function health()
   local og = st.observedGeneration
   if generation ~= nil and (og == nil or og < generation) then
     local msg = "Rolling out generation " .. text(generation)
-    if og ~= nil then
+    if og ~= nil and og > 0 then
       msg = msg .. " (generation " .. text(og) .. " is the last applied everywhere)"
     end
     return result("Progressing", msg .. ": " .. text(detail))
