@@ -1,0 +1,219 @@
+package clusterprofile
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	clientcmdv1 "k8s.io/client-go/tools/clientcmd/api/v1"
+	clusterinventoryv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
+)
+
+func TestAccessProvider(t *testing.T) {
+	ap := func(name, server string) clusterinventoryv1alpha1.AccessProvider {
+		return clusterinventoryv1alpha1.AccessProvider{Name: name, Cluster: clientcmdv1.Cluster{Server: server}}
+	}
+	tests := []struct {
+		name       string
+		status     clusterinventoryv1alpha1.ClusterProfileStatus
+		wantServer string // "" means an invalid-access error
+	}{
+		{name: "no status", status: clusterinventoryv1alpha1.ClusterProfileStatus{}},
+		{
+			name:       "accessProviders",
+			status:     clusterinventoryv1alpha1.ClusterProfileStatus{AccessProviders: []clusterinventoryv1alpha1.AccessProvider{ap("other", "x"), ap(DefaultAccessProviderName, "https://a")}},
+			wantServer: "https://a",
+		},
+		{
+			name:       "deprecated credentialProviders",
+			status:     clusterinventoryv1alpha1.ClusterProfileStatus{CredentialProviders: []clusterinventoryv1alpha1.AccessProvider{ap(DefaultAccessProviderName, "https://c")}},
+			wantServer: "https://c",
+		},
+		{
+			name: "accessProviders win over credentialProviders",
+			status: clusterinventoryv1alpha1.ClusterProfileStatus{
+				AccessProviders:     []clusterinventoryv1alpha1.AccessProvider{ap(DefaultAccessProviderName, "https://a")},
+				CredentialProviders: []clusterinventoryv1alpha1.AccessProvider{ap(DefaultAccessProviderName, "https://c")},
+			},
+			wantServer: "https://a",
+		},
+		{
+			name:   "only other providers",
+			status: clusterinventoryv1alpha1.ClusterProfileStatus{AccessProviders: []clusterinventoryv1alpha1.AccessProvider{ap("open-cluster-management", "https://o")}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := &clusterinventoryv1alpha1.ClusterProfile{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "m"}, Status: tt.status}
+			got, err := accessProvider(p, DefaultAccessProviderName)
+			if tt.wantServer == "" {
+				if !errors.Is(err, errInvalidAccess) {
+					t.Fatalf("err = %v, want an invalid-access error", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Cluster.Server != tt.wantServer {
+				t.Errorf("server = %q, want %q", got.Cluster.Server, tt.wantServer)
+			}
+		})
+	}
+}
+
+func TestSecretRef(t *testing.T) {
+	withExt := func(name, raw string) *clusterinventoryv1alpha1.AccessProvider {
+		return &clusterinventoryv1alpha1.AccessProvider{Name: DefaultAccessProviderName, Cluster: clientcmdv1.Cluster{
+			Extensions: []clientcmdv1.NamedExtension{{Name: name, Extension: runtime.RawExtension{Raw: []byte(raw)}}},
+		}}
+	}
+	tests := []struct {
+		name    string
+		ap      *clusterinventoryv1alpha1.AccessProvider
+		want    SecretRef
+		wantErr string
+	}{
+		{name: "no extension", ap: &clusterinventoryv1alpha1.AccessProvider{Name: DefaultAccessProviderName}, wantErr: "no \"client.authentication.k8s.io/exec\" extension"},
+		{name: "other extension", ap: withExt("example.com/x", `{"name":"s"}`), wantErr: "no \"client.authentication.k8s.io/exec\" extension"},
+		{name: "defaults key and namespace", ap: withExt(execExtensionName, `{"name":"s"}`), want: SecretRef{Name: "s", Key: DefaultSecretKey, Namespace: "hubns"}},
+		{
+			name: "everything set",
+			ap:   withExt(execExtensionName, `{"name":"s","key":"value","namespace":"hubns","context":"admin"}`),
+			want: SecretRef{Name: "s", Key: "value", Namespace: "hubns", Context: "admin"},
+		},
+		{name: "other namespace refused", ap: withExt(execExtensionName, `{"name":"s","namespace":"kube-system"}`), wantErr: "must be in the profile's namespace"},
+		{name: "no name", ap: withExt(execExtensionName, `{"key":"k"}`), wantErr: "names no Secret"},
+		{name: "not JSON", ap: withExt(execExtensionName, `[`), wantErr: "extension"},
+		{
+			name: "round trip of NewAccessProvider",
+			ap: func() *clusterinventoryv1alpha1.AccessProvider {
+				ap := NewAccessProvider("https://m", nil, SecretRef{Name: "m-kubeconfig", Context: "c"})
+				return &ap
+			}(),
+			want: SecretRef{Name: "m-kubeconfig", Key: DefaultSecretKey, Namespace: "hubns", Context: "c"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := secretRef(tt.ap, "hubns")
+			if tt.wantErr != "" {
+				if !errors.Is(err, errInvalidAccess) || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want an invalid-access error containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tt.want {
+				t.Errorf("ref = %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+// kubeconfig writes a kubeconfig whose current context is "main" with user u; context "other"
+// uses a token user.
+func kubeconfig(t *testing.T, u *clientcmdapi.AuthInfo) []byte {
+	t.Helper()
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["c"] = &clientcmdapi.Cluster{Server: "https://ignored-server"}
+	cfg.AuthInfos["u"] = u
+	cfg.AuthInfos["token-user"] = &clientcmdapi.AuthInfo{Token: "other-token"}
+	cfg.Contexts["main"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "u"}
+	cfg.Contexts["other"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "token-user"}
+	cfg.Contexts["dangling"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "nobody"}
+	cfg.CurrentContext = "main"
+	b, err := clientcmd.Write(*cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestAccessOf(t *testing.T) {
+	certUser := &clientcmdapi.AuthInfo{ClientCertificateData: []byte("CERT"), ClientKeyData: []byte("KEY")}
+	cluster := clientcmdv1.Cluster{Server: "https://member:6443", CertificateAuthorityData: []byte("CA"), TLSServerName: "member"}
+	secret := func(data []byte) *corev1.Secret {
+		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "hubns", Name: "s"}, Data: map[string][]byte{"kubeconfig": data}}
+	}
+	ref := SecretRef{Name: "s", Key: "kubeconfig", Namespace: "hubns"}
+	tests := []struct {
+		name    string
+		cluster clientcmdv1.Cluster
+		secret  *corev1.Secret
+		ref     SecretRef
+		want    access
+		wantErr string
+	}{
+		{
+			name: "client certificate from the current context; server and CA from the profile",
+			// The kubeconfig's own server is ignored: the profile says where the member is.
+			cluster: cluster, secret: secret(kubeconfig(t, certUser)), ref: ref,
+			want: access{server: "https://member:6443", caData: "CA", tlsServerName: "member", certData: "CERT", keyData: "KEY"},
+		},
+		{
+			name:    "named context",
+			cluster: cluster, secret: secret(kubeconfig(t, certUser)), ref: SecretRef{Name: "s", Key: "kubeconfig", Context: "other"},
+			want: access{server: "https://member:6443", caData: "CA", tlsServerName: "member", token: "other-token"},
+		},
+		{
+			name:    "proxy and insecure carried over",
+			cluster: clientcmdv1.Cluster{Server: "https://m", ProxyURL: "http://proxy:3128", InsecureSkipTLSVerify: true},
+			secret:  secret(kubeconfig(t, &clientcmdapi.AuthInfo{Token: "t"})), ref: ref,
+			want: access{server: "https://m", proxyURL: "http://proxy:3128", insecure: true, token: "t"},
+		},
+		{name: "no server", cluster: clientcmdv1.Cluster{}, secret: secret(kubeconfig(t, certUser)), ref: ref, wantErr: "no server"},
+		{name: "CA file path", cluster: clientcmdv1.Cluster{Server: "https://m", CertificateAuthority: "/etc/ca"}, secret: secret(kubeconfig(t, certUser)), ref: ref, wantErr: "file paths"},
+		{name: "insecure with CA", cluster: clientcmdv1.Cluster{Server: "https://m", InsecureSkipTLSVerify: true, CertificateAuthorityData: []byte("CA")}, secret: secret(kubeconfig(t, certUser)), ref: ref, wantErr: "exclude each other"},
+		{name: "missing key", cluster: cluster, secret: secret(kubeconfig(t, certUser)), ref: SecretRef{Name: "s", Key: "value"}, wantErr: "has no key \"value\""},
+		{name: "not a kubeconfig", cluster: cluster, secret: secret([]byte("{{{")), ref: ref, wantErr: "key \"kubeconfig\""},
+		{name: "unknown context", cluster: cluster, secret: secret(kubeconfig(t, certUser)), ref: SecretRef{Name: "s", Key: "kubeconfig", Context: "nope"}, wantErr: "no context \"nope\""},
+		{name: "unknown user", cluster: cluster, secret: secret(kubeconfig(t, certUser)), ref: SecretRef{Name: "s", Key: "kubeconfig", Context: "dangling"}, wantErr: "no user \"nobody\""},
+		{name: "exec refused", cluster: cluster, secret: secret(kubeconfig(t, &clientcmdapi.AuthInfo{Exec: &clientcmdapi.ExecConfig{Command: "rm", APIVersion: "client.authentication.k8s.io/v1"}})), ref: ref, wantErr: "exec"},
+		{name: "token file refused", cluster: cluster, secret: secret(kubeconfig(t, &clientcmdapi.AuthInfo{TokenFile: "/var/run/token"})), ref: ref, wantErr: "file paths"},
+		{name: "certificate without key", cluster: cluster, secret: secret(kubeconfig(t, &clientcmdapi.AuthInfo{ClientCertificateData: []byte("CERT")})), ref: ref, wantErr: "go together"},
+		{name: "no credentials", cluster: cluster, secret: secret(kubeconfig(t, &clientcmdapi.AuthInfo{})), ref: ref, wantErr: "neither a token nor a client certificate"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := accessOf(tt.cluster, tt.secret, tt.ref)
+			if tt.wantErr != "" {
+				if !errors.Is(err, errInvalidAccess) || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want an invalid-access error containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tt.want {
+				t.Errorf("access = %+v\nwant     %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestRESTConfig(t *testing.T) {
+	a := access{server: "https://m", caData: "CA", tlsServerName: "m", proxyURL: "http://proxy:3128", token: "t", certData: "C", keyData: "K"}
+	cfg := a.restConfig()
+	if cfg.Host != "https://m" || cfg.BearerToken != "t" || string(cfg.CAData) != "CA" || cfg.ServerName != "m" ||
+		string(cfg.CertData) != "C" || string(cfg.KeyData) != "K" {
+		t.Errorf("rest.Config = %+v", cfg)
+	}
+	req, _ := http.NewRequest(http.MethodGet, "https://m/api", nil)
+	u, err := cfg.Proxy(req)
+	if err != nil || u.String() != "http://proxy:3128" {
+		t.Errorf("proxy = %v, %v", u, err)
+	}
+	if (access{server: "https://m"}).restConfig().Proxy != nil {
+		t.Error("a proxy is set without proxy-url")
+	}
+}
