@@ -55,6 +55,20 @@ lint: $(GOLANGCI_LINT) ## Run golangci-lint.
 $(GOLANGCI_LINT):
 	cd hack/tools && GOWORK=off $(GO) build -o $(GOLANGCI_LINT) github.com/golangci/golangci-lint/v2/cmd/golangci-lint
 
+##@ Build and run
+
+.PHONY: build
+build: ## Build the hub binary into bin/hub.
+	$(GO) build -o bin/hub ./cmd/hub
+
+.PHONY: demo
+demo: control-plane build ## Run a local fleet (hub + 2 members, no Docker) with sample pipelines; Ctrl-C stops it.
+	$(GO) run ./hack/demo up --bin-dir $(CONTROL_PLANE_DIR) $(DEMO_FLAGS)
+
+.PHONY: demo-down
+demo-down: ## Stop whatever `make demo` left running.
+	$(GO) run ./hack/demo down --bin-dir $(CONTROL_PLANE_DIR)
+
 ##@ Test
 
 .PHONY: control-plane
@@ -64,6 +78,14 @@ control-plane: ## Build kube-apiserver, etcd, kubectl, kwok... into the per-user
 .PHONY: test
 test: control-plane ## Run every test, unit and integration, against real API servers.
 	KUBEBUILDER_ASSETS=$(CONTROL_PLANE_DIR) $(GO) test ./... -count=1 -timeout 40m
+
+.PHONY: test-e2e
+test-e2e: control-plane ## Run only the multi-cluster e2e suite (test/kind) on a local fleet.
+	KUBEBUILDER_ASSETS=$(CONTROL_PLANE_DIR) $(GO) test ./test/kind/ -count=1 -timeout 30m -v -ginkgo.v
+
+.PHONY: test-e2e-kind
+test-e2e-kind: ## Run the same e2e suite on kind clusters (needs Docker and kind node images).
+	hack/kind-e2e.sh
 
 .PHONY: test-unit
 test-unit: ## Run only the tests that need no API server.

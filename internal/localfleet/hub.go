@@ -54,7 +54,8 @@ type FleetOptions struct {
 	HubArgs []string
 	// Members of the fleet; the hub cluster is named "hub".
 	Members []Member
-	// Namespaces are created in every member, as a platform team would provide them.
+	// Namespaces are created on the hub (for the CDCPipelines) and in every member, as a platform
+	// team would provide them.
 	Namespaces []string
 }
 
@@ -111,8 +112,10 @@ func Up(ctx context.Context, o FleetOptions) (*Fleet, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := ensureNamespace(ctx, hub, HubNamespace); err != nil {
-		return nil, err
+	for _, ns := range append([]string{HubNamespace}, o.Namespaces...) {
+		if err := ensureNamespace(ctx, hub, ns); err != nil {
+			return nil, err
+		}
 	}
 	for _, m := range o.Members {
 		mc, err := f.Client(m.Name)

@@ -1,0 +1,195 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+)
+
+// Cluster providers --cluster-provider accepts.
+const (
+	providerKubeconfig     = "kubeconfig"
+	providerClusterProfile = "cluster-profile"
+)
+
+// defaultKEDAThreshold is the single-cluster operator's: a string, as KEDA's trigger metadata is.
+const defaultKEDAThreshold = "30"
+
+// description heads --help.
+const description = `hub runs the urutau fleet hub: it watches CDCPipelines (urutau.io/v1alpha1) on this
+cluster, places each one on the member clusters its spec.placement selects, and Server-Side-Applies
+the same coordinator workload the single-cluster urutau operator renders into each of them. Members
+come from kubeconfig Secrets (--cluster-provider=kubeconfig, the default) or ClusterProfiles
+(--cluster-provider=cluster-profile) in --cluster-provider-namespace; their labels are what
+spec.placement.clusterSelector matches. 'hub member-secret --help' prints a member's kubeconfig Secret.
+
+Usage:
+  hub [flags]
+  hub member-secret [flags]
+
+Flags:
+`
+
+// options are the hub's settings, as parsed and validated from its command line.
+type options struct {
+	coordinatorImage      string
+	fieldManager          string
+	enableWebhook         bool
+	webhookPort           int
+	webhookCertDir        string
+	watchNamespaces       []string
+	kedaPrometheusAddress string
+	kedaThreshold         string
+	metricsAddr           string
+	probeAddr             string
+	leaderElect           bool
+	kubeconfig            string
+
+	clusterProvider         string
+	providerNamespace       string
+	memberTimeout           time.Duration
+	tombstoneGrace          time.Duration
+	tombstoneNamespace      string
+	maxConcurrentReconciles int
+
+	zap zap.Options
+}
+
+// newFlagSet binds every flag to o, with its default.
+func newFlagSet(o *options, watchNamespaces *string) *pflag.FlagSet {
+	fs := pflag.NewFlagSet("hub", pflag.ContinueOnError)
+	fs.SortFlags = false
+	// Parse reports errors to the caller, which prints them once (and --help on request).
+	fs.SetOutput(io.Discard)
+
+	// The single-cluster operator's flags, same names and defaults.
+	fs.StringVar(&o.coordinatorImage, "coordinator-image", "",
+		"Image of the coordinator and the workers when a pipeline names none. Required.")
+	fs.StringVar(&o.fieldManager, "field-manager", "urutau-operator",
+		"Base Server-Side Apply field manager: hub writes use it as is, writes into member X use <base>@X. Never change it once released.")
+	fs.BoolVar(&o.enableWebhook, "enable-webhook", true,
+		"Serve the CDCPipeline validating webhook.")
+	fs.IntVar(&o.webhookPort, "webhook-port", 9443, "Port of the webhook server.")
+	fs.StringVar(&o.webhookCertDir, "webhook-cert-dir", "",
+		"Directory holding the webhook's tls.crt and tls.key (default: <tmp>/k8s-webhook-server/serving-certs, where config/hub mounts them).")
+	fs.StringVar(watchNamespaces, "watch-namespaces", "",
+		"Comma-separated namespaces whose CDCPipelines the hub serves; empty means all. Scopes the hub's cache only, not RBAC, and never member clusters.")
+	fs.StringVar(&o.kedaPrometheusAddress, "keda-prometheus-address", "",
+		"Prometheus address of KEDA ScaledObjects; empty disables KEDA. A member's inventory entry overrides it with the annotation urutau.io/keda-prometheus-address.")
+	fs.StringVar(&o.kedaThreshold, "keda-threshold", defaultKEDAThreshold,
+		"KEDA trigger threshold (a positive number); empty means the default, as in the single-cluster operator.")
+	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "Address of the metrics endpoint; \"0\" disables it.")
+	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address of /healthz and /readyz.")
+	fs.BoolVar(&o.leaderElect, "leader-elect", true,
+		"Elect a leader (Lease urutau-fleet-hub-lock in --cluster-provider-namespace) so that only one hub replica writes. Turn off only for tests and demos.")
+
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "",
+		"Kubeconfig of the hub cluster. Default: $KUBECONFIG, then the in-cluster config, then ~/.kube/config.")
+
+	// Fleet flags.
+	fs.StringVar(&o.clusterProvider, "cluster-provider", providerKubeconfig,
+		"Where members come from: \"kubeconfig\" (Secrets labelled sigs.k8s.io/multicluster-runtime-kubeconfig=true, key kubeconfig) or \"cluster-profile\" (ClusterProfiles, multicluster.x-k8s.io).")
+	fs.StringVar(&o.providerNamespace, "cluster-provider-namespace", "urutau-system",
+		"Namespace of the hub holding the kubeconfig Secrets or ClusterProfiles.")
+	fs.DurationVar(&o.memberTimeout, "member-timeout", 10*time.Second,
+		"Bound on each member's part of a reconcile, so one slow or unreachable member never delays the others.")
+	fs.DurationVar(&o.tombstoneGrace, "tombstone-grace", 2*time.Minute,
+		"How long deletion waits for an unreachable member before it records a tombstone and lets the CDCPipeline go.")
+	fs.StringVar(&o.tombstoneNamespace, "tombstone-namespace", "",
+		"Namespace of the hub holding tombstones (default: --cluster-provider-namespace).")
+	fs.IntVar(&o.maxConcurrentReconciles, "max-concurrent-reconciles", 4, "CDCPipelines reconciled in parallel.")
+
+	// zap's flags are Go flags; pflag carries them unchanged (--zap-log-level, --zap-devel, ...).
+	gofs := flag.NewFlagSet("zap", flag.ContinueOnError)
+	o.zap.BindFlags(gofs)
+	fs.AddGoFlagSet(gofs)
+	return fs
+}
+
+// parseFlags parses and validates the hub's command line (without the program name). It returns
+// pflag.ErrHelp for -h/--help.
+func parseFlags(args []string) (options, error) {
+	var o options
+	var watch string
+	fs := newFlagSet(&o, &watch)
+	if err := fs.Parse(args); err != nil {
+		return options{}, err
+	}
+	if fs.NArg() > 0 {
+		return options{}, fmt.Errorf("unexpected arguments: %q", fs.Args())
+	}
+	o.coordinatorImage = strings.TrimSpace(o.coordinatorImage)
+	o.watchNamespaces = splitList(watch)
+	if o.kedaThreshold = strings.TrimSpace(o.kedaThreshold); o.kedaThreshold == "" {
+		o.kedaThreshold = defaultKEDAThreshold
+	}
+	if o.tombstoneNamespace == "" {
+		o.tombstoneNamespace = o.providerNamespace
+	}
+	if err := o.validate(); err != nil {
+		return options{}, err
+	}
+	return o, nil
+}
+
+// validate reports every invalid setting at once.
+func (o options) validate() error {
+	var errs []error
+	if o.coordinatorImage == "" {
+		errs = append(errs, errors.New("--coordinator-image is required: it is the image of coordinators and workers whose pipeline names none"))
+	}
+	if o.fieldManager == "" {
+		errs = append(errs, errors.New("--field-manager must not be empty"))
+	}
+	if o.clusterProvider != providerKubeconfig && o.clusterProvider != providerClusterProfile {
+		errs = append(errs, fmt.Errorf("--cluster-provider must be %q or %q, not %q", providerKubeconfig, providerClusterProfile, o.clusterProvider))
+	}
+	if o.providerNamespace == "" {
+		errs = append(errs, errors.New("--cluster-provider-namespace must not be empty"))
+	}
+	if f, err := strconv.ParseFloat(o.kedaThreshold, 64); err != nil || f <= 0 || math.IsInf(f, 0) {
+		errs = append(errs, fmt.Errorf("--keda-threshold must be a positive number, not %q", o.kedaThreshold))
+	}
+	if o.memberTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("--member-timeout must be positive, not %s", o.memberTimeout))
+	}
+	if o.tombstoneGrace <= 0 {
+		errs = append(errs, fmt.Errorf("--tombstone-grace must be positive, not %s", o.tombstoneGrace))
+	}
+	if o.webhookPort < 1 || o.webhookPort > 65535 {
+		errs = append(errs, fmt.Errorf("--webhook-port must be a port number (1-65535), not %d", o.webhookPort))
+	}
+	if o.maxConcurrentReconciles < 1 {
+		errs = append(errs, fmt.Errorf("--max-concurrent-reconciles must be at least 1, not %d", o.maxConcurrentReconciles))
+	}
+	return errors.Join(errs...)
+}
+
+// splitList splits a comma-separated list, trimming entries and dropping empty and repeated ones.
+func splitList(s string) []string {
+	var out []string
+	for _, e := range strings.Split(s, ",") {
+		if e = strings.TrimSpace(e); e != "" && !slices.Contains(out, e) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// printUsage writes --help.
+func printUsage(w io.Writer) {
+	var o options
+	var watch string
+	fs := newFlagSet(&o, &watch)
+	fmt.Fprint(w, description)
+	fmt.Fprint(w, fs.FlagUsagesWrapped(100))
+}

@@ -1,0 +1,227 @@
+// Command hub is the urutau fleet hub: one controller that places CDCPipelines on member clusters
+// and applies their coordinator workload there, plus the CDCPipeline validating webhook. Run
+// `hub --help` for its flags and `hub member-secret --help` to produce a member's kubeconfig
+// Secret.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	kedav1alpha1 "github.com/kedacore/keda/v2/apis/keda/v1alpha1"
+	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clusterinventoryv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
+	"sigs.k8s.io/multicluster-runtime/providers/kubeconfig"
+
+	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
+	"github.com/urutau-io/fleet/internal/fleet"
+	"github.com/urutau-io/fleet/internal/fleet/inventory"
+	"github.com/urutau-io/fleet/internal/fleet/inventory/clusterprofile"
+)
+
+// leaderElectionID names the hub's Lease. Distinct from the single-cluster operator's
+// (urutau-operator-lock) so the two never fence each other.
+const leaderElectionID = "urutau-fleet-hub-lock"
+
+func main() {
+	if err := run(os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "hub:", err)
+		os.Exit(1)
+	}
+}
+
+// run is the whole program; main only turns its error into an exit code.
+func run(args []string, stdout io.Writer) error {
+	if len(args) > 0 && args[0] == memberSecretCommand {
+		return runMemberSecret(args[1:], stdout)
+	}
+	o, err := parseFlags(args)
+	if errors.Is(err, pflag.ErrHelp) {
+		printUsage(stdout)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("%w\nrun 'hub --help' for usage", err)
+	}
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&o.zap)))
+	log := ctrl.Log.WithName("setup")
+
+	cfg, err := hubConfig(o.kubeconfig)
+	if err != nil {
+		return fmt.Errorf("loading the hub's kubeconfig: %w", err)
+	}
+	ctx := ctrl.SetupSignalHandler()
+	mgr, err := setup(ctx, o, cfg)
+	if err != nil {
+		return err
+	}
+
+	log.Info("Starting the hub", "clusterProvider", o.clusterProvider, "providerNamespace", o.providerNamespace,
+		"watchNamespaces", o.watchNamespaces, "fieldManager", o.fieldManager, "webhook", o.enableWebhook,
+		"leaderElection", o.leaderElect)
+	if err := mgr.Start(ctx); err != nil {
+		return fmt.Errorf("running the manager: %w", err)
+	}
+	return nil
+}
+
+// setup builds the hub: scheme, member provider, multicluster manager, controllers, webhook, health
+// checks, and the provider's own controller.
+func setup(ctx context.Context, o options, cfg *rest.Config) (mcmanager.Manager, error) {
+	scheme, err := newScheme()
+	if err != nil {
+		return nil, err
+	}
+	// Member caches hold only what the hub writes, and use our scheme so ScaledObjects decode.
+	memberOptions := []cluster.Option{
+		func(co *cluster.Options) { co.Scheme = scheme },
+		fleet.MemberClusterOption(),
+	}
+	provider, setupProvider := newProvider(o, memberOptions)
+
+	mgr, err := mcmanager.New(cfg, provider, manager.Options{
+		Scheme:                        scheme,
+		Cache:                         hubCacheOptions(o),
+		Metrics:                       metricsserver.Options{BindAddress: o.metricsAddr},
+		HealthProbeBindAddress:        o.probeAddr,
+		LeaderElection:                o.leaderElect,
+		LeaderElectionID:              leaderElectionID,
+		LeaderElectionNamespace:       o.providerNamespace,
+		LeaderElectionReleaseOnCancel: true, // safe: the process exits as soon as Start returns
+		WebhookServer:                 webhook.NewServer(webhook.Options{Port: o.webhookPort, CertDir: o.webhookCertDir}),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating the manager: %w", err)
+	}
+	hub := mgr.GetLocalManager()
+
+	coordinators := &fleet.CoordinatorReconciler{
+		Client:                  hub.GetClient(),
+		Manager:                 mgr,
+		Inventory:               newInventory(o, hub.GetClient()),
+		Image:                   o.coordinatorImage,
+		Recorder:                hub.GetEventRecorder(fleet.ControllerName),
+		FieldManager:            o.fieldManager,
+		KEDAPrometheusAddress:   o.kedaPrometheusAddress,
+		KEDAThreshold:           o.kedaThreshold,
+		MemberTimeout:           o.memberTimeout,
+		TombstoneGrace:          o.tombstoneGrace,
+		TombstoneNamespace:      o.tombstoneNamespace,
+		MaxConcurrentReconciles: o.maxConcurrentReconciles,
+	}
+	// Also sets up the tombstone controller, which shares its settings.
+	if err := coordinators.SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("setting up the CDCPipeline controllers: %w", err)
+	}
+	if o.enableWebhook {
+		if err := coordinators.SetupWebhookWithManager(mgr); err != nil {
+			return nil, fmt.Errorf("setting up the CDCPipeline webhook: %w", err)
+		}
+	}
+	if err := hub.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return nil, fmt.Errorf("adding the health check: %w", err)
+	}
+	ready := healthz.Ping
+	if o.enableWebhook {
+		// Not ready until the webhook serves, so the API server never calls an absent endpoint.
+		ready = hub.GetWebhookServer().StartedChecker()
+	}
+	if err := hub.AddReadyzCheck("readyz", ready); err != nil {
+		return nil, fmt.Errorf("adding the readiness check: %w", err)
+	}
+
+	// Providers register their own controllers on the hub; the kubeconfig provider needs this
+	// explicit call (multicluster-runtime does not make it).
+	if err := setupProvider(ctx, mgr); err != nil {
+		return nil, fmt.Errorf("setting up the %s provider: %w", o.clusterProvider, err)
+	}
+
+	return mgr, nil
+}
+
+// hubConfig loads the hub's client config: the file given, or controller-runtime's usual lookup.
+func hubConfig(path string) (*rest.Config, error) {
+	if path == "" {
+		return ctrl.GetConfig()
+	}
+	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
+		&clientcmd.ClientConfigLoadingRules{ExplicitPath: path}, &clientcmd.ConfigOverrides{}).ClientConfig()
+}
+
+// newScheme knows client-go's types, the urutau API, KEDA's ScaledObjects and ClusterProfiles.
+func newScheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{
+		clientgoscheme.AddToScheme,
+		urutauv1alpha1.AddToScheme,
+		kedav1alpha1.AddToScheme,
+		clusterinventoryv1alpha1.AddToScheme,
+	} {
+		if err := add(s); err != nil {
+			return nil, fmt.Errorf("building the scheme: %w", err)
+		}
+	}
+	return s, nil
+}
+
+// setupFunc registers a provider's own controller with the manager.
+type setupFunc func(context.Context, mcmanager.Manager) error
+
+// newProvider returns the member cluster provider --cluster-provider names.
+func newProvider(o options, memberOptions []cluster.Option) (multicluster.Provider, setupFunc) {
+	if o.clusterProvider == providerClusterProfile {
+		p := clusterprofile.New(clusterprofile.Options{Namespace: o.providerNamespace, ClusterOptions: memberOptions})
+		return p, p.SetupWithManager
+	}
+	p := kubeconfig.New(kubeconfig.Options{Namespace: o.providerNamespace, ClusterOptions: memberOptions})
+	return p, p.SetupWithManager
+}
+
+// newInventory lists the same entries the provider engages.
+func newInventory(o options, hub client.Reader) inventory.Inventory {
+	if o.clusterProvider == providerClusterProfile {
+		return inventory.ClusterProfiles{Client: hub, Namespace: o.providerNamespace}
+	}
+	return inventory.KubeconfigSecrets{Client: hub, Namespace: o.providerNamespace}
+}
+
+// hubCacheOptions scopes the hub's cache to what the hub reads: inventory entries in the provider
+// namespace only (so the hub needs no cluster-wide Secret access), tombstone ConfigMaps only, and
+// with --watch-namespaces, CDCPipelines from those namespaces only.
+func hubCacheOptions(o options) cache.Options {
+	only := func(ns string) map[string]cache.Config { return map[string]cache.Config{ns: {}} }
+	byObject := fleet.HubCacheByObject(o.tombstoneNamespace)
+	byObject[&corev1.Secret{}] = cache.ByObject{Namespaces: only(o.providerNamespace)}
+	if o.clusterProvider == providerClusterProfile {
+		// Only in this mode: the cache resolves every ByObject type at start, and the
+		// ClusterProfile CRD need not exist on a hub that uses kubeconfig Secrets.
+		byObject[&clusterinventoryv1alpha1.ClusterProfile{}] = cache.ByObject{Namespaces: only(o.providerNamespace)}
+	}
+	opts := cache.Options{ByObject: byObject}
+	if len(o.watchNamespaces) > 0 {
+		opts.DefaultNamespaces = map[string]cache.Config{}
+		for _, ns := range o.watchNamespaces {
+			opts.DefaultNamespaces[ns] = cache.Config{}
+		}
+	}
+	return opts
+}

@@ -1,0 +1,106 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clusterinventoryv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/urutau-io/fleet/internal/fleet/inventory/clusterprofile"
+	"github.com/urutau-io/fleet/internal/fleet/inventory/inventorytest"
+	"github.com/urutau-io/fleet/internal/testenv"
+)
+
+// setupModeEnv selects the provider mode in a child test process: the fleet controllers register
+// process-wide unique names, so each mode gets a process of its own.
+const setupModeEnv = "HUB_TEST_SETUP_MODE"
+
+// TestSetup wires the hub exactly as run does, in both provider modes, against a real hub and a
+// real member: the manager starts with the scoped caches, and the member announced by the
+// inventory entry becomes reachable through the manager.
+func TestSetup(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs real API servers; runs without -short")
+	}
+	mode := os.Getenv(setupModeEnv)
+	if mode == "" {
+		for _, mode := range []string{providerKubeconfig, providerClusterProfile} {
+			t.Run(mode, func(t *testing.T) {
+				cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestSetup$", "-test.count=1", "-test.v")
+				cmd.Env = append(os.Environ(), setupModeEnv+"="+mode)
+				out, err := cmd.CombinedOutput()
+				if err != nil || !bytes.Contains(out, []byte("--- PASS: TestSetup")) {
+					t.Fatalf("child test: %v\n%s", err, out)
+				}
+			})
+		}
+		return
+	}
+
+	g := NewWithT(t)
+	ctx := t.Context()
+	clusters, err := testenv.Start(ctx, "hub", "member")
+	g.Expect(err).NotTo(HaveOccurred())
+	hub, member := clusters[0], clusters[1]
+	t.Cleanup(func() { _ = hub.Stop(); _ = member.Stop() })
+	g.Expect(inventorytest.InstallClusterProfileCRD(ctx, hub.Config)).To(Succeed())
+	hubClient, err := client.New(hub.Config, client.Options{Scheme: inventorytest.Scheme()})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(hubClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "urutau-system"}})).To(Succeed())
+
+	// The member's Secret as an operator would make it: with `hub member-secret`.
+	kc, err := member.Kubeconfig()
+	g.Expect(err).NotTo(HaveOccurred())
+	path := filepath.Join(t.TempDir(), "member.kubeconfig")
+	g.Expect(os.WriteFile(path, kc, 0o600)).To(Succeed())
+	var out bytes.Buffer
+	g.Expect(run([]string{"member-secret", "--name=member-a", "--kubeconfig=" + path, "--labels=region=eu"}, &out)).To(Succeed())
+	secret := &corev1.Secret{}
+	g.Expect(yaml.Unmarshal(out.Bytes(), secret)).To(Succeed())
+	g.Expect(hubClient.Create(ctx, secret)).To(Succeed())
+
+	if mode == providerClusterProfile {
+		profile := &clusterinventoryv1alpha1.ClusterProfile{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "urutau-system", Name: "member-a"},
+			Spec:       clusterinventoryv1alpha1.ClusterProfileSpec{ClusterManager: clusterinventoryv1alpha1.ClusterManager{Name: "test"}},
+		}
+		g.Expect(hubClient.Create(ctx, profile)).To(Succeed())
+		profile.Status.AccessProviders = []clusterinventoryv1alpha1.AccessProvider{
+			clusterprofile.NewAccessProvider(member.Config.Host, member.Config.CAData, clusterprofile.SecretRef{Name: "member-a"}),
+		}
+		g.Expect(hubClient.Status().Update(ctx, profile)).To(Succeed())
+	}
+	o, err := parseFlags([]string{
+		"--coordinator-image=img", "--cluster-provider=" + mode, "--leader-elect=false",
+		"--enable-webhook=false", "--metrics-bind-address=0", "--health-probe-bind-address=0",
+		"--watch-namespaces=team-a",
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+	mctx, cancel := context.WithCancel(ctx)
+	mgr, err := setup(mctx, o, hub.Config)
+	g.Expect(err).NotTo(HaveOccurred())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(mctx) }()
+	defer func() {
+		cancel()
+		g.Eventually(done, 30*time.Second).Should(Receive(BeNil()))
+	}()
+
+	g.Eventually(func(g Gomega) {
+		cl, err := mgr.GetCluster(ctx, "member-a")
+		g.Expect(err).NotTo(HaveOccurred())
+		var ns corev1.Namespace
+		g.Expect(cl.GetAPIReader().Get(ctx, client.ObjectKey{Name: "default"}, &ns)).To(Succeed())
+	}, 30*time.Second).Should(Succeed())
+	g.Consistently(done, 500*time.Millisecond).ShouldNot(Receive(), "the manager stopped early")
+}

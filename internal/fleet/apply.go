@@ -1,0 +1,273 @@
+package fleet
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	policyv1ac "k8s.io/client-go/applyconfigurations/policy/v1"
+	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+	"sigs.k8s.io/structured-merge-diff/v6/typed"
+)
+
+// applyRequest is one object to Server-Side Apply into a member.
+type applyRequest struct {
+	// kind names the object in errors, logs and metrics.
+	kind string
+	// desired is the apply configuration (typed) or, for kinds without one, an
+	// unstructuredApplyConfiguration built by client.ApplyConfigurationFromUnstructured.
+	desired runtime.ApplyConfiguration
+	// desiredJSON is what desired serialises to before the apply; the no-op check compares it.
+	desiredJSON []byte
+	key         client.ObjectKey
+	// live is an empty object of the kind, read into before applying.
+	live client.Object
+	// extract returns the fields manager owns in live, in the same shape as desired.
+	extract func(live client.Object, manager string) (any, error)
+}
+
+// applyRecord remembers the last apply of an object: what we sent and the resourceVersion the
+// API server answered with.
+type applyRecord struct {
+	desired         [sha256.Size]byte
+	resourceVersion string
+}
+
+// applier is the one Server-Side Apply entry point into members: field manager per member,
+// force ownership, and no request at all when the apply would change nothing.
+//
+// A no-op is recognised two ways. First, the fields our manager owns in the live object
+// (managedFields, extracted as client-go's Extract* functions do) equal what we want: this holds
+// across restarts. Second, as in cluster-api's SSA cache, we applied these exact bytes before and
+// the object's resourceVersion is still the one that apply returned: this covers fields the API
+// server normalises (so the extraction never compares equal) without re-sending them forever.
+type applier struct {
+	mu   sync.Mutex
+	seen map[string]applyRecord
+}
+
+func (a *applier) cacheKey(member string, r *applyRequest) string {
+	return member + "\x00" + r.kind + "\x00" + r.key.String()
+}
+
+// apply reads the live object through reader and applies desired with writer unless that is a
+// no-op. It reports whether it wrote, and the live object (after the apply when it wrote; nil
+// when it does not exist and was not created).
+func (a *applier) apply(ctx context.Context, reader client.Reader, writer client.Client, member, manager string, r *applyRequest) (bool, error) {
+	hash := sha256.Sum256(r.desiredJSON)
+	err := reader.Get(ctx, r.key, r.live)
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return false, fmt.Errorf("reading %s %s in cluster %q: %w", r.kind, r.key, member, err)
+	default:
+		if a.unchanged(member, manager, r, hash) {
+			noopApplies.WithLabelValues(member, r.kind).Inc()
+			return false, nil
+		}
+	}
+	if err := writer.Apply(ctx, r.desired, client.FieldOwner(manager), client.ForceOwnership); err != nil {
+		return false, fmt.Errorf("applying %s %s to cluster %q: %w", r.kind, r.key, member, err)
+	}
+	applies.WithLabelValues(member, r.kind).Inc()
+	a.remember(member, r, hash, resourceVersionOf(r.desired))
+	return true, nil
+}
+
+func (a *applier) unchanged(member, manager string, r *applyRequest, hash [sha256.Size]byte) bool {
+	if owned, err := r.extract(r.live, manager); err == nil {
+		if b, err := json.Marshal(owned); err == nil && bytes.Equal(b, r.desiredJSON) {
+			return true
+		}
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	rec, ok := a.seen[a.cacheKey(member, r)]
+	return ok && rec.desired == hash && rec.resourceVersion != "" && rec.resourceVersion == r.live.GetResourceVersion()
+}
+
+func (a *applier) remember(member string, r *applyRequest, hash [sha256.Size]byte, rv string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.seen == nil {
+		a.seen = map[string]applyRecord{}
+	}
+	a.seen[a.cacheKey(member, r)] = applyRecord{desired: hash, resourceVersion: rv}
+}
+
+// resourceVersionOf reads metadata.resourceVersion from an apply configuration that the client
+// filled with the API server's answer.
+func resourceVersionOf(ac runtime.ApplyConfiguration) string {
+	b, err := json.Marshal(ac)
+	if err != nil {
+		return ""
+	}
+	var m struct {
+		Metadata struct {
+			ResourceVersion string `json:"resourceVersion"`
+		} `json:"metadata"`
+	}
+	if json.Unmarshal(b, &m) != nil {
+		return ""
+	}
+	return m.Metadata.ResourceVersion
+}
+
+// newApplyRequest prepares a typed apply configuration: its JSON is taken now, before the apply
+// fills it with the answer.
+func newApplyRequest[T client.Object](kind string, desired runtime.ApplyConfiguration, live T, extract func(T, string) (any, error)) (*applyRequest, error) {
+	b, err := json.Marshal(desired)
+	if err != nil {
+		return nil, fmt.Errorf("marshalling %s: %w", kind, err)
+	}
+	var meta struct {
+		Metadata struct {
+			Name      string `json:"name"`
+			Namespace string `json:"namespace"`
+		} `json:"metadata"`
+	}
+	if err := json.Unmarshal(b, &meta); err != nil {
+		return nil, fmt.Errorf("reading the name of %s: %w", kind, err)
+	}
+	return &applyRequest{
+		kind:        kind,
+		desired:     desired,
+		desiredJSON: b,
+		key:         client.ObjectKey{Namespace: meta.Metadata.Namespace, Name: meta.Metadata.Name},
+		live:        live,
+		extract:     func(o client.Object, m string) (any, error) { return extract(o.(T), m) },
+	}, nil
+}
+
+// The typed requests, one per kind the renderer produces. Each extract is client-go's.
+
+func serviceAccountRequest(ac *corev1ac.ServiceAccountApplyConfiguration) (*applyRequest, error) {
+	return newApplyRequest("ServiceAccount", ac, &corev1.ServiceAccount{}, func(o *corev1.ServiceAccount, m string) (any, error) {
+		return corev1ac.ExtractServiceAccount(o, m)
+	})
+}
+
+func pdbRequest(ac *policyv1ac.PodDisruptionBudgetApplyConfiguration) (*applyRequest, error) {
+	return newApplyRequest("PodDisruptionBudget", ac, &policyv1.PodDisruptionBudget{}, func(o *policyv1.PodDisruptionBudget, m string) (any, error) {
+		return policyv1ac.ExtractPodDisruptionBudget(o, m)
+	})
+}
+
+func roleRequest(ac *rbacv1ac.RoleApplyConfiguration) (*applyRequest, error) {
+	return newApplyRequest("Role", ac, &rbacv1.Role{}, func(o *rbacv1.Role, m string) (any, error) {
+		return rbacv1ac.ExtractRole(o, m)
+	})
+}
+
+func roleBindingRequest(ac *rbacv1ac.RoleBindingApplyConfiguration) (*applyRequest, error) {
+	return newApplyRequest("RoleBinding", ac, &rbacv1.RoleBinding{}, func(o *rbacv1.RoleBinding, m string) (any, error) {
+		return rbacv1ac.ExtractRoleBinding(o, m)
+	})
+}
+
+func serviceRequest(ac *corev1ac.ServiceApplyConfiguration) (*applyRequest, error) {
+	return newApplyRequest("Service", ac, &corev1.Service{}, func(o *corev1.Service, m string) (any, error) {
+		return corev1ac.ExtractService(o, m)
+	})
+}
+
+func configMapRequest(ac *corev1ac.ConfigMapApplyConfiguration) (*applyRequest, error) {
+	return newApplyRequest("ConfigMap", ac, &corev1.ConfigMap{}, func(o *corev1.ConfigMap, m string) (any, error) {
+		return corev1ac.ExtractConfigMap(o, m)
+	})
+}
+
+func statefulSetRequest(ac *appsv1ac.StatefulSetApplyConfiguration) (*applyRequest, error) {
+	return newApplyRequest("StatefulSet", ac, &appsv1.StatefulSet{}, func(o *appsv1.StatefulSet, m string) (any, error) {
+		return appsv1ac.ExtractStatefulSet(o, m)
+	})
+}
+
+// unstructuredRequest prepares an object of a kind without a typed apply configuration (KEDA's
+// ScaledObject). The typed object is converted to unstructured without status and
+// creationTimestamp, the zero values a typed struct would otherwise send as "set"; every other
+// field of the KEDA spec we render is a pointer or omitempty, so nothing else is sent that we
+// did not mean.
+//
+// The no-op check extracts our managed fields from the live object with a deduced schema (the
+// client has no OpenAPI model of the CRD): maps are walked, lists are atomic, which matches how
+// the CRD's structural schema stores the lists we set (triggers). Any shape the deduction gets
+// wrong only costs a no-op apply, which the resourceVersion record then suppresses.
+func unstructuredRequest(kind string, obj runtime.Object) (*applyRequest, error) {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil, fmt.Errorf("converting %s to unstructured: %w", kind, err)
+	}
+	delete(m, "status")
+	if md, ok := m["metadata"].(map[string]any); ok {
+		delete(md, "creationTimestamp")
+	}
+	u := &unstructured.Unstructured{Object: m}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return nil, fmt.Errorf("marshalling %s: %w", kind, err)
+	}
+	live := &unstructured.Unstructured{}
+	live.SetGroupVersionKind(u.GroupVersionKind())
+	return &applyRequest{
+		kind:        kind,
+		desired:     client.ApplyConfigurationFromUnstructured(u),
+		desiredJSON: b,
+		key:         client.ObjectKey{Namespace: u.GetNamespace(), Name: u.GetName()},
+		live:        live,
+		extract: func(o client.Object, manager string) (any, error) {
+			return extractUnstructured(o.(*unstructured.Unstructured), manager)
+		},
+	}, nil
+}
+
+// extractUnstructured is managedfields.ExtractInto for a deduced type, returning the owned
+// fields plus the identity (apiVersion, kind, name, namespace) as the typed Extract* functions do.
+func extractUnstructured(live *unstructured.Unstructured, manager string) (map[string]any, error) {
+	var entry *fieldpath.Set
+	for _, mf := range live.GetManagedFields() {
+		if mf.Manager != manager || mf.Subresource != "" || mf.FieldsV1 == nil {
+			continue
+		}
+		s := &fieldpath.Set{}
+		if err := s.FromJSON(mf.FieldsV1.GetRawReader()); err != nil {
+			return nil, err
+		}
+		entry = s
+		break
+	}
+	out := map[string]any{}
+	if entry != nil {
+		tv, err := typed.DeducedParseableType.FromUnstructured(live.Object)
+		if err != nil {
+			return nil, err
+		}
+		if m, ok := tv.ExtractItems(entry.Leaves()).AsValue().Unstructured().(map[string]any); ok {
+			out = m
+		}
+	}
+	out["apiVersion"] = live.GetAPIVersion()
+	out["kind"] = live.GetKind()
+	md, _ := out["metadata"].(map[string]any)
+	if md == nil {
+		md = map[string]any{}
+	}
+	md["name"] = live.GetName()
+	md["namespace"] = live.GetNamespace()
+	out["metadata"] = md
+	return out, nil
+}

@@ -1,0 +1,608 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	mcbuilder "sigs.k8s.io/multicluster-runtime/pkg/builder"
+	mccontroller "sigs.k8s.io/multicluster-runtime/pkg/controller"
+	mchandler "sigs.k8s.io/multicluster-runtime/pkg/handler"
+	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
+	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
+
+	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
+	"github.com/urutau-io/fleet/internal/coordinator"
+	"github.com/urutau-io/fleet/internal/fleet/inventory"
+	"github.com/urutau-io/fleet/internal/webhook"
+)
+
+// Defaults of the reconciler's settings.
+const (
+	// DefaultFieldManager is the base of every field manager (DESIGN.md §4); the single-cluster
+	// operator's default, so a pipeline moving to the fleet keeps the same base.
+	DefaultFieldManager = "urutau-operator"
+	// ControllerName names the controller (metrics, logs) and the event reporter.
+	ControllerName = "urutau-fleet"
+	// DefaultMemberTimeout bounds the work on one member in one reconcile.
+	DefaultMemberTimeout = 10 * time.Second
+	// DefaultTombstoneGrace is how long a deleted pipeline waits for a member to be emptied
+	// before recording a tombstone and letting the CR go.
+	DefaultTombstoneGrace = 5 * time.Minute
+	// DefaultRetryInterval retries missing Secrets, unreachable members and blocked moves.
+	DefaultRetryInterval = 30 * time.Second
+	// DefaultWaitInterval polls a departed member until its coordinator pods are gone.
+	DefaultWaitInterval = 5 * time.Second
+	// DefaultMaxConcurrentReconciles is the number of pipelines reconciled at once.
+	DefaultMaxConcurrentReconciles = 4
+)
+
+// CoordinatorReconciler places CDCPipelines of the hub on member clusters and keeps their
+// coordinator workload applied there. Its public shape is the single-cluster operator's
+// (Image, Recorder, FieldManager, KEDA settings, Reconcile, SetupWithManager,
+// SetupWebhookWithManager), plus what a fleet needs.
+type CoordinatorReconciler struct {
+	// Client reads and writes the hub. Defaults to the local manager's client.
+	Client client.Client
+	// Manager reaches member clusters (GetCluster). Set by SetupWithManager when nil.
+	Manager mcmanager.Manager
+	// Inventory lists member clusters and their labels.
+	Inventory inventory.Inventory
+
+	// Image is the default coordinator image (--coordinator-image).
+	Image string
+	// Recorder emits events on CDCPipelines. Defaults to the local manager's events recorder.
+	Recorder events.EventRecorder
+	// FieldManager is the base field manager (--field-manager); members get FieldManagerFor.
+	FieldManager string
+	// KEDAPrometheusAddress turns KEDA on (--keda-prometheus-address); a member's inventory
+	// entry may override it with AnnotationKEDAPrometheusAddress.
+	KEDAPrometheusAddress string
+	// KEDAThreshold is the ScaledObject trigger threshold (--keda-threshold).
+	KEDAThreshold string
+
+	// MemberTimeout bounds the work on one member in one reconcile.
+	MemberTimeout time.Duration
+	// TombstoneGrace bounds how long a deletion waits on a member before tombstoning it.
+	TombstoneGrace time.Duration
+	// TombstoneNamespace holds tombstone ConfigMaps on the hub.
+	TombstoneNamespace string
+	// MaxConcurrentReconciles is per controller (manager-wide options are not applied by
+	// multicluster-runtime v0.24.1).
+	MaxConcurrentReconciles int
+	// RetryInterval retries missing Secrets, unreachable members and blocked moves.
+	RetryInterval time.Duration
+	// WaitInterval polls a departed member while its coordinator goes away.
+	WaitInterval time.Duration
+
+	applier applier
+}
+
+// +kubebuilder:rbac:groups=urutau.io,resources=cdcpipelines,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=urutau.io,resources=cdcpipelines/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=urutau.io,resources=cdcpipelines/finalizers,verbs=update
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
+// +kubebuilder:rbac:groups=multicluster.x-k8s.io,resources=clusterprofiles,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
+
+// Reconcile brings one hub CDCPipeline's members to its spec: deletion first, then the finalizer,
+// the terminal gate, validation, placement, stop-before-start, the concurrent apply, and the
+// status, written only when it changed.
+func (r *CoordinatorReconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (ctrl.Result, error) {
+	if req.ClusterName != mcmanager.LocalCluster {
+		// Member events are mapped to hub requests; nothing else is ours.
+		return ctrl.Result{}, nil
+	}
+	p := &urutauv1alpha1.CDCPipeline{}
+	if err := r.Client.Get(ctx, req.NamespacedName, p); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !p.DeletionTimestamp.IsZero() {
+		return r.reconcileDelete(ctx, p)
+	}
+	if !controllerutil.ContainsFinalizer(p, urutauv1alpha1.Finalizer) {
+		orig := p.DeepCopy()
+		controllerutil.AddFinalizer(p, urutauv1alpha1.Finalizer)
+		if err := r.Client.Patch(ctx, p, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}), client.FieldOwner(r.FieldManager)); err != nil {
+			return ctrl.Result{}, fmt.Errorf("adding finalizer: %w", err)
+		}
+	}
+	members, err := r.Inventory.Members(ctx)
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("listing the cluster inventory: %w", err)
+	}
+	if p.Status.Terminated != nil {
+		if cleared, err := r.terminalGate(ctx, p, p.DeepCopy(), members); !cleared || err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	return r.reconcileNormal(ctx, p, members)
+}
+
+// terminalGate handles a terminated pipeline with hub-only writes; orig is the pipeline as read,
+// for the status patch. It reports cleared when the spec moved past the termination, which it
+// then removes, and the reconcile goes on.
+func (r *CoordinatorReconciler) terminalGate(ctx context.Context, p, orig *urutauv1alpha1.CDCPipeline, members []inventory.Member) (bool, error) {
+	t := p.Status.Terminated
+	if t.ObservedGeneration != 0 && p.Generation > t.ObservedGeneration {
+		p.Status.Terminated = nil
+		if err := r.patchStatus(ctx, orig, p, true); err != nil {
+			return false, err
+		}
+		r.event(p, corev1.EventTypeNormal, EventTerminationCleared, "Reconcile",
+			"the spec changed (generation %d > %d): termination %q cleared", p.Generation, t.ObservedGeneration, t.Reason)
+		return true, nil
+	}
+	nt := t.DeepCopy()
+	if nt.ObservedGeneration == 0 {
+		// A person set it without a generation: it applies to the current one.
+		nt.ObservedGeneration = p.Generation
+	}
+	selected, _ := SelectMembers(p, members)
+	shown := sets.New(selected...).Insert(p.Status.Inventory...)
+	prev := map[string]urutauv1alpha1.ClusterStatus{}
+	for _, c := range p.Status.Clusters {
+		prev[c.Name] = c
+	}
+	obs := Observation{
+		Generation: p.Generation, Now: statusNow(), Selected: selected, Unknown: UnknownClusters(p, members),
+		Inventory: p.Status.Inventory, Terminated: nt,
+	}
+	for _, n := range sets.List(shown) {
+		obs.Members = append(obs.Members, MemberObservation{
+			Name: n, Phase: urutauv1alpha1.ClusterTerminated, ReadyReplicas: prev[n].CoordinatorReadyReplicas,
+			Message: "terminated: the hub writes nothing here until status.terminated is removed or the spec changes",
+		})
+	}
+	p.Status = ComputeStatus(p.Status, obs)
+	return false, r.patchStatus(ctx, orig, p, false)
+}
+
+// terminate records a hub-side termination and reports it.
+func (r *CoordinatorReconciler) terminate(ctx context.Context, p *urutauv1alpha1.CDCPipeline, members []inventory.Member, t *urutauv1alpha1.Terminated, reason string) (ctrl.Result, error) {
+	t.At = nowRFC3339()
+	t.ObservedGeneration = p.Generation
+	r.event(p, corev1.EventTypeWarning, reason, "Reconcile", "%s", t.Message)
+	orig := p.DeepCopy()
+	p.Status.Terminated = t
+	_, err := r.terminalGate(ctx, p, orig, members)
+	return ctrl.Result{}, err
+}
+
+// reconcileNormal places, moves and applies.
+func (r *CoordinatorReconciler) reconcileNormal(ctx context.Context, p *urutauv1alpha1.CDCPipeline, members []inventory.Member) (ctrl.Result, error) {
+	log := ctrl.LoggerFrom(ctx)
+	// Validate on the hub, once, without any member's settings: an invalid spec never reaches a
+	// member.
+	base, err := coordinator.Render(p, coordinator.Settings{
+		DefaultImage: r.Image, KEDAPrometheusAddress: r.KEDAPrometheusAddress, KEDAThreshold: r.KEDAThreshold,
+	})
+	if err != nil {
+		return r.terminate(ctx, p, members, &urutauv1alpha1.Terminated{Reason: urutauv1alpha1.ReasonInvalidSpec, Message: err.Error()}, EventInvalidSpec)
+	}
+	selected, err := SelectMembers(p, members)
+	if err != nil {
+		return r.terminate(ctx, p, members, &urutauv1alpha1.Terminated{Reason: urutauv1alpha1.ReasonInvalidSpec, Message: err.Error()}, EventInvalidSpec)
+	}
+	byName := map[string]inventory.Member{}
+	for _, m := range members {
+		byName[m.Name] = m
+	}
+	inv := sets.New(p.Status.Inventory...)
+
+	// Stop: clean departed members first, concurrently.
+	departed := sets.List(inv.Difference(sets.New(selected...)))
+	dep := fanOut(ctx, r.MemberTimeout, departed, func(ctx context.Context, m string) departedResult {
+		return r.cleanMember(ctx, p, m)
+	})
+	states := map[string]DepartedState{}
+	for m, d := range dep {
+		states[m] = d.state
+	}
+	plan := PlanMove(MoveInput{Selected: selected, Inventory: sets.List(inv), Departed: states, ConfirmedGone: ConfirmedGone(p)})
+
+	for _, m := range plan.Tombstone {
+		if err := writeTombstone(ctx, r.Client, r.TombstoneNamespace, r.FieldManager, p, m, "placement moved away while the cluster did not answer; confirmed gone by "+urutauv1alpha1.AnnotationConfirmGone); err != nil {
+			return ctrl.Result{}, err
+		}
+		r.event(p, corev1.EventTypeWarning, EventTombstoned, "Move",
+			"cluster %q confirmed gone while unreachable: tombstone %s/%s will clean it if it returns", m, r.TombstoneNamespace, TombstoneName(p.UID, m))
+	}
+
+	// Start: a member enters status.inventory before the first write to it.
+	additions := sets.New(plan.Apply...).Difference(inv)
+	if additions.Len() > 0 {
+		for _, m := range sets.List(additions) {
+			if err := deleteTombstone(ctx, r.Client, r.TombstoneNamespace, p.UID, m); err != nil {
+				return ctrl.Result{}, err
+			}
+		}
+		orig := p.DeepCopy()
+		p.Status.Inventory = sets.List(inv.Union(additions))
+		if err := r.patchStatus(ctx, orig, p, true); err != nil {
+			return ctrl.Result{}, fmt.Errorf("recording members %v in status.inventory before applying: %w", sets.List(additions), err)
+		}
+	}
+
+	results := fanOut(ctx, r.MemberTimeout, plan.Apply, func(ctx context.Context, m string) memberResult {
+		return r.applyMember(ctx, p, byName[m])
+	})
+
+	var term *urutauv1alpha1.Terminated
+	for _, m := range plan.Apply {
+		if t := results[m].terminal; t != nil && term == nil {
+			term = t.DeepCopy()
+			term.At = nowRFC3339()
+			term.ObservedGeneration = p.Generation
+		}
+	}
+
+	obs := Observation{
+		Generation: p.Generation, Now: statusNow(), Selected: selected, Unknown: UnknownClusters(p, members),
+		Terminated: term, BlockedBy: plan.BlockedBy, Waiting: plan.Wait, Removing: plan.Removing,
+		SpecHash: base.SpecHash,
+	}
+	obs.Inventory = sets.List(inv.Union(additions).Difference(sets.New(plan.Drop...)))
+	for _, m := range plan.Apply {
+		obs.Members = append(obs.Members, results[m].obs)
+	}
+	for _, m := range plan.Wait {
+		obs.Members = append(obs.Members, MemberObservation{Name: m, Phase: urutauv1alpha1.ClusterPending,
+			Message: "waiting for the coordinator to leave " + joinNames(append(append([]string{}, plan.Removing...), plan.BlockedBy...)) + " before starting here"})
+	}
+	for _, m := range plan.Removing {
+		obs.Members = append(obs.Members, MemberObservation{Name: m, Phase: urutauv1alpha1.ClusterDeleting, Message: dep[m].message})
+	}
+	for _, m := range plan.BlockedBy {
+		obs.Members = append(obs.Members, MemberObservation{Name: m, Phase: urutauv1alpha1.ClusterUnreachable,
+			Message: "no longer placed here, but the coordinator cannot be removed: " + dep[m].message})
+	}
+
+	orig := p.DeepCopy()
+	p.Status = ComputeStatus(p.Status, obs)
+	r.emitEvents(p, orig, results, dep, plan)
+	if err := r.patchStatus(ctx, orig, p, false); err != nil {
+		return ctrl.Result{}, err
+	}
+
+	var errs []error
+	retry, wait := len(plan.BlockedBy) > 0, len(plan.Wait) > 0 || len(plan.Removing) > 0
+	for _, m := range plan.Apply {
+		res := results[m]
+		if res.err != nil {
+			errs = append(errs, res.err)
+		}
+		retry = retry || res.unreachable || res.retry
+	}
+	for _, d := range dep {
+		if d.err != nil {
+			errs = append(errs, d.err)
+		}
+	}
+	if term != nil {
+		log.Info("terminated", "reason", term.Reason, "cluster", term.Cluster)
+		return ctrl.Result{}, nil
+	}
+	if len(errs) > 0 {
+		return ctrl.Result{}, errors.Join(errs...)
+	}
+	switch {
+	case wait:
+		return ctrl.Result{RequeueAfter: min(r.WaitInterval, r.RetryInterval)}, nil
+	case retry:
+		return ctrl.Result{RequeueAfter: r.RetryInterval}, nil
+	}
+	return ctrl.Result{}, nil
+}
+
+// reconcileDelete empties every member in status.inventory, selected or not, terminated or not.
+// A member not emptied within TombstoneGrace of the deletion gets a tombstone, so the CR still
+// goes away in bounded time and the member is cleaned when it answers again.
+func (r *CoordinatorReconciler) reconcileDelete(ctx context.Context, p *urutauv1alpha1.CDCPipeline) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(p, urutauv1alpha1.Finalizer) {
+		return ctrl.Result{}, nil
+	}
+	inv := sets.List(sets.New(p.Status.Inventory...))
+	dep := fanOut(ctx, r.MemberTimeout, inv, func(ctx context.Context, m string) departedResult {
+		return r.cleanMember(ctx, p, m)
+	})
+	elapsed := time.Since(p.DeletionTimestamp.Time)
+	var keep []string
+	var shown []MemberObservation
+	for _, m := range inv {
+		d := dep[m]
+		if d.state == DepartedEmpty {
+			if d.deleted > 0 {
+				r.event(p, corev1.EventTypeNormal, EventRemoved, "Delete", "removed from cluster %q", m)
+			}
+			continue
+		}
+		if elapsed >= r.TombstoneGrace {
+			reason := fmt.Sprintf("deleted while cluster %q was not emptied within %s: %s", m, r.TombstoneGrace, d.message)
+			if err := writeTombstone(ctx, r.Client, r.TombstoneNamespace, r.FieldManager, p, m, reason); err != nil {
+				return ctrl.Result{}, err
+			}
+			r.event(p, corev1.EventTypeWarning, EventTombstoned, "Delete",
+				"cluster %q not emptied within %s: tombstone %s/%s will clean it when it answers", m, r.TombstoneGrace, r.TombstoneNamespace, TombstoneName(p.UID, m))
+			continue
+		}
+		keep = append(keep, m)
+		phase := urutauv1alpha1.ClusterDeleting
+		if d.state == DepartedUnreachable {
+			phase = urutauv1alpha1.ClusterUnreachable
+		}
+		shown = append(shown, MemberObservation{Name: m, Phase: phase, Message: d.message})
+	}
+	if len(keep) == 0 {
+		orig := p.DeepCopy()
+		controllerutil.RemoveFinalizer(p, urutauv1alpha1.Finalizer)
+		if err := r.Client.Patch(ctx, p, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}), client.FieldOwner(r.FieldManager)); err != nil {
+			return ctrl.Result{}, client.IgnoreNotFound(err)
+		}
+		return ctrl.Result{}, nil
+	}
+	orig := p.DeepCopy()
+	p.Status.Inventory = keep
+	p.Status.Clusters = computeClusters(p.Status.Clusters, Observation{Now: statusNow(), Members: shown})
+	if err := r.patchStatus(ctx, orig, p, false); err != nil {
+		return ctrl.Result{}, err
+	}
+	after := min(r.WaitInterval, r.RetryInterval)
+	if left := r.TombstoneGrace - elapsed; left > 0 && left < after {
+		after = left
+	}
+	return ctrl.Result{RequeueAfter: after}, nil
+}
+
+// patchStatus merge-patches the hub status from orig to p, only when it changed (idle is
+// quiet). The merge patch carries only what we changed, so fields others write (phase, runId)
+// are not clobbered; lock adds a resourceVersion precondition where acting on a stale object
+// would be wrong (inventory before a write, clearing a termination).
+func (r *CoordinatorReconciler) patchStatus(ctx context.Context, orig, p *urutauv1alpha1.CDCPipeline, lock bool) error {
+	if apiequality.Semantic.DeepEqual(orig.Status, p.Status) {
+		return nil
+	}
+	var opts []client.MergeFromOption
+	if lock {
+		opts = append(opts, client.MergeFromWithOptimisticLock{})
+	}
+	if err := r.Client.Status().Patch(ctx, p, client.MergeFromWithOptions(orig, opts...), client.FieldOwner(r.FieldManager)); err != nil {
+		return fmt.Errorf("patching status: %w", err)
+	}
+	return nil
+}
+
+// emitEvents reports what changed: writes, and members whose state is new.
+func (r *CoordinatorReconciler) emitEvents(p, orig *urutauv1alpha1.CDCPipeline, results map[string]memberResult, dep map[string]departedResult, plan MovePlan) {
+	prev := map[string]urutauv1alpha1.ClusterStatus{}
+	for _, c := range orig.Status.Clusters {
+		prev[c.Name] = c
+	}
+	for _, m := range sets.List(sets.KeySet(results)) {
+		res := results[m]
+		if res.wrote > 0 {
+			r.event(p, corev1.EventTypeNormal, EventApplied, "Apply", "applied %d object(s) to cluster %q with field manager %q", res.wrote, m, FieldManagerFor(r.FieldManager, m))
+		}
+		if c, ok := prev[m]; res.eventReason != "" && (!ok || c.Phase != res.obs.Phase || c.Message != res.obs.Message) {
+			r.event(p, corev1.EventTypeWarning, res.eventReason, "Apply", "cluster %q: %s", m, res.eventMessage)
+		}
+	}
+	for _, m := range plan.Drop {
+		if d, ok := dep[m]; ok && d.state == DepartedEmpty {
+			r.event(p, corev1.EventTypeNormal, EventRemoved, "Move", "removed from cluster %q, which the placement no longer selects", m)
+		}
+	}
+	if len(plan.BlockedBy) > 0 && meta.FindStatusCondition(orig.Status.Conditions, ConditionMoveBlocked) == nil {
+		r.event(p, corev1.EventTypeWarning, EventMoveBlocked, "Move", "placement move waits on %s, which does not answer; annotate %s once it is gone for good",
+			joinNames(plan.BlockedBy), urutauv1alpha1.AnnotationConfirmGone)
+	}
+}
+
+func (r *CoordinatorReconciler) event(p *urutauv1alpha1.CDCPipeline, eventType, reason, action, note string, args ...any) {
+	if r.Recorder == nil {
+		return
+	}
+	r.Recorder.Eventf(p, nil, eventType, reason, action, note, args...)
+}
+
+// fanOut runs fn for every member concurrently, each under its own timeout, and waits for all:
+// one slow or dead member never delays or aborts the others beyond its own timeout.
+func fanOut[T any](ctx context.Context, timeout time.Duration, members []string, fn func(context.Context, string) T) map[string]T {
+	out := make(map[string]T, len(members))
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, m := range members {
+		wg.Go(func() {
+			mctx, cancel := context.WithTimeout(ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("cluster", m)), timeout)
+			defer cancel()
+			v := fn(mctx, m)
+			mu.Lock()
+			out[m] = v
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+func joinNames(s []string) string {
+	out := ""
+	for i, n := range s {
+		if i > 0 {
+			out += ", "
+		}
+		out += n
+	}
+	return out
+}
+
+// memberWatchedKinds are the kinds watched in members. Each is cached there, but only our own
+// objects (MemberCacheOptions). ScaledObjects are not watched: a member may lack the CRD.
+func memberWatchedKinds() []client.Object {
+	return []client.Object{
+		&appsv1.StatefulSet{}, &corev1.ConfigMap{}, &corev1.Service{}, &corev1.ServiceAccount{},
+		&rbacv1.Role{}, &rbacv1.RoleBinding{}, &policyv1.PodDisruptionBudget{},
+	}
+}
+
+// MemberCacheOptions restricts every member cache to the objects the hub wrote, so a member's
+// ConfigMaps, Services... are not all mirrored into the hub's memory. Secrets and pods are never
+// cached: they are read live.
+func MemberCacheOptions() cache.Options {
+	return cache.Options{DefaultLabelSelector: memberSelector()}
+}
+
+// MemberClusterOption applies MemberCacheOptions to a member cluster, keeping its other cache
+// options; hand it to the provider (kubeconfig.Options.ClusterOptions).
+func MemberClusterOption() cluster.Option {
+	return func(o *cluster.Options) { o.Cache.DefaultLabelSelector = memberSelector() }
+}
+
+func memberSelector() labels.Selector {
+	return labels.SelectorFromSet(labels.Set{urutauv1alpha1.LabelManagedBy: urutauv1alpha1.ManagedByFleet})
+}
+
+// HubCacheByObject restricts the hub's ConfigMap cache to tombstones in namespace; merge it into
+// the manager's cache.Options.ByObject so the hub does not cache every ConfigMap it serves.
+func HubCacheByObject(namespace string) map[client.Object]cache.ByObject {
+	return map[client.Object]cache.ByObject{
+		&corev1.ConfigMap{}: {
+			Namespaces: map[string]cache.Config{namespace: {}},
+			Label:      labels.SelectorFromSet(labels.Set{LabelTombstone: "true"}),
+		},
+	}
+}
+
+// mapMemberObject maps an object in a member to the hub pipeline that wrote it.
+func mapMemberObject(_ context.Context, o client.Object) []mcreconcile.Request {
+	l := o.GetLabels()
+	ns, name := l[urutauv1alpha1.LabelHubNamespace], l[urutauv1alpha1.LabelHubName]
+	if ns == "" || name == "" || l[urutauv1alpha1.LabelManagedBy] != urutauv1alpha1.ManagedByFleet {
+		return nil
+	}
+	return []mcreconcile.Request{{
+		Request:     reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}},
+		ClusterName: mcmanager.LocalCluster,
+	}}
+}
+
+func memberEventHandler(multicluster.ClusterName, cluster.Cluster) handler.TypedEventHandler[client.Object, mcreconcile.Request] {
+	return mchandler.TypedEnqueueRequestsFromMapFuncWithClusterPreservation[client.Object, mcreconcile.Request](mapMemberObject)
+}
+
+// inventoryEventHandler re-places every pipeline when a member joins, leaves or is relabelled.
+func (r *CoordinatorReconciler) inventoryEventHandler(multicluster.ClusterName, cluster.Cluster) handler.TypedEventHandler[client.Object, mcreconcile.Request] {
+	return mchandler.TypedEnqueueRequestsFromMapFuncWithClusterPreservation[client.Object, mcreconcile.Request](
+		func(ctx context.Context, _ client.Object) []mcreconcile.Request {
+			list := &urutauv1alpha1.CDCPipelineList{}
+			if err := r.Client.List(ctx, list); err != nil {
+				ctrl.LoggerFrom(ctx).Error(err, "listing CDCPipelines after an inventory change")
+				return nil
+			}
+			out := make([]mcreconcile.Request, 0, len(list.Items))
+			for _, p := range list.Items {
+				out = append(out, mcreconcile.Request{
+					Request:     reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&p)},
+					ClusterName: mcmanager.LocalCluster,
+				})
+			}
+			return out
+		})
+}
+
+func (r *CoordinatorReconciler) setDefaults(mgr mcmanager.Manager) {
+	if r.Manager == nil {
+		r.Manager = mgr
+	}
+	if r.Client == nil {
+		r.Client = mgr.GetLocalManager().GetClient()
+	}
+	if r.Recorder == nil {
+		r.Recorder = mgr.GetLocalManager().GetEventRecorder(ControllerName)
+	}
+	if r.FieldManager == "" {
+		r.FieldManager = DefaultFieldManager
+	}
+	if r.MemberTimeout <= 0 {
+		r.MemberTimeout = DefaultMemberTimeout
+	}
+	if r.TombstoneGrace <= 0 {
+		r.TombstoneGrace = DefaultTombstoneGrace
+	}
+	if r.TombstoneNamespace == "" {
+		r.TombstoneNamespace = DefaultTombstoneNamespace
+	}
+	if r.MaxConcurrentReconciles <= 0 {
+		r.MaxConcurrentReconciles = DefaultMaxConcurrentReconciles
+	}
+	if r.RetryInterval <= 0 {
+		r.RetryInterval = DefaultRetryInterval
+	}
+	if r.WaitInterval <= 0 {
+		r.WaitInterval = DefaultWaitInterval
+	}
+}
+
+// SetupWithManager registers the controller (hub CDCPipelines, member objects mapped back by
+// label, inventory entries) and the TombstoneReconciler.
+func (r *CoordinatorReconciler) SetupWithManager(mgr mcmanager.Manager) error {
+	if r.Inventory == nil {
+		return errors.New("fleet: CoordinatorReconciler needs an Inventory")
+	}
+	r.setDefaults(mgr)
+	b := mcbuilder.ControllerManagedBy(mgr).
+		Named(ControllerName).
+		For(&urutauv1alpha1.CDCPipeline{},
+			mcbuilder.WithEngageWithLocalCluster(true),
+			mcbuilder.WithEngageWithProviderClusters(false)).
+		// A member the provider has not engaged yet must be retried, not dropped.
+		WithClusterNotFoundWrapper(false).
+		WithOptions(mccontroller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles})
+	for _, obj := range memberWatchedKinds() {
+		b = b.Watches(obj, memberEventHandler,
+			mcbuilder.WithEngageWithLocalCluster(false),
+			mcbuilder.WithEngageWithProviderClusters(true))
+	}
+	b = b.Watches(r.Inventory.EntryType(), r.inventoryEventHandler,
+		mcbuilder.WithEngageWithLocalCluster(true),
+		mcbuilder.WithEngageWithProviderClusters(false),
+		mcbuilder.WithPredicates(predicate.NewPredicateFuncs(r.Inventory.IsEntry)))
+	if err := b.Complete(r); err != nil {
+		return err
+	}
+	tr := &TombstoneReconciler{
+		Client: r.Client, Manager: r.Manager, Namespace: r.TombstoneNamespace,
+		MemberTimeout: r.MemberTimeout, RetryInterval: r.RetryInterval, Recorder: r.Recorder,
+	}
+	return tr.SetupWithManager(mgr)
+}
+
+// SetupWebhookWithManager registers the CDCPipeline validating webhook on the hub.
+func (r *CoordinatorReconciler) SetupWebhookWithManager(mgr mcmanager.Manager) error {
+	local := mgr.GetLocalManager()
+	return webhook.SetupWithManager(local, &webhook.CDCPipelineValidator{Client: local.GetAPIReader()})
+}

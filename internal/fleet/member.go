@@ -1,0 +1,322 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/sets"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
+
+	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
+	"github.com/urutau-io/fleet/internal/coordinator"
+	"github.com/urutau-io/fleet/internal/fleet/inventory"
+)
+
+// AnnotationKEDAPrometheusAddress on a member's inventory entry (annotation first, then label)
+// overrides the hub's --keda-prometheus-address for that member.
+const AnnotationKEDAPrometheusAddress = inventory.KEDAPrometheusAddressKey
+
+// Event reasons on the CDCPipeline. The first three are the single-cluster operator's.
+const (
+	EventInvalidSpec        = "InvalidSpec"
+	EventSecretNotReady     = "SecretNotReady"
+	EventInvalidSecret      = "InvalidSecret"
+	EventApplied            = "Applied"
+	EventClusterUnreachable = "ClusterUnreachable"
+	EventApplyFailed        = "ApplyFailed"
+	EventRemoved            = "RemovedFromCluster"
+	EventMoveBlocked        = "MoveBlocked"
+	EventTombstoned         = "Tombstoned"
+	EventTerminationCleared = "TerminationCleared"
+	EventTerminated         = "Terminated"
+)
+
+func mcNameOf(member string) multicluster.ClusterName { return multicluster.ClusterName(member) }
+
+// memberResult is the outcome of one member in one reconcile.
+type memberResult struct {
+	obs MemberObservation
+	// wrote counts objects written (applied or deleted).
+	wrote int
+	// unreachable: the member did not answer; retry later.
+	unreachable bool
+	// retry: waiting for something outside the hub (a Secret); retry later, no backoff.
+	retry bool
+	// err is a failure the member answered with; the reconcile returns it for backoff.
+	err error
+	// terminal stops the pipeline (SecretValidationFailed, or an override that cannot render).
+	terminal *urutauv1alpha1.Terminated
+	// event is the Warning to emit when this member's state is new.
+	eventReason, eventMessage string
+}
+
+// fail classifies err into the result.
+func (res *memberResult) fail(err error) {
+	if isUnreachable(err) {
+		res.unreachable = true
+		res.obs.Phase = urutauv1alpha1.ClusterUnreachable
+		res.obs.Message = "cluster does not answer: " + err.Error()
+		res.eventReason = EventClusterUnreachable
+		memberErrors.WithLabelValues(res.obs.Name, "unreachable").Inc()
+	} else {
+		res.err = err
+		res.obs.Phase = urutauv1alpha1.ClusterDegraded
+		res.obs.Message = err.Error()
+		res.eventReason = EventApplyFailed
+		memberErrors.WithLabelValues(res.obs.Name, "error").Inc()
+	}
+	res.eventMessage = res.obs.Message
+}
+
+// settingsFor are the render settings of member m.
+func (r *CoordinatorReconciler) settingsFor(p *urutauv1alpha1.CDCPipeline, m inventory.Member) coordinator.Settings {
+	addr := r.KEDAPrometheusAddress
+	if v := m.Setting(AnnotationKEDAPrometheusAddress); v != "" {
+		addr = v
+	}
+	return coordinator.Settings{
+		DefaultImage:          r.Image,
+		KEDAPrometheusAddress: addr,
+		KEDAThreshold:         r.KEDAThreshold,
+		Override:              OverrideFor(p, m.Name),
+	}
+}
+
+// applyMember renders p for member m and applies it, in the single-cluster operator's order:
+// ServiceAccounts, PDB, Role, RoleBinding, Service, ConfigMap, then the Secret check, the
+// coordinator StatefulSet, and the ScaledObjects (with pruning).
+func (r *CoordinatorReconciler) applyMember(ctx context.Context, p *urutauv1alpha1.CDCPipeline, m inventory.Member) (res memberResult) {
+	res.obs = MemberObservation{Name: m.Name}
+	start := time.Now()
+	defer func() { memberDuration.WithLabelValues(m.Name).Observe(time.Since(start).Seconds()) }()
+	log := ctrl.LoggerFrom(ctx).WithValues("cluster", m.Name)
+
+	cl, err := r.Manager.GetCluster(ctx, mcNameOf(m.Name))
+	if err != nil {
+		res.fail(fmt.Errorf("cluster %q is not engaged yet: %w", m.Name, err))
+		return res
+	}
+	w, err := coordinator.Render(p, r.settingsFor(p, m))
+	if err != nil {
+		// The hub-wide render succeeded, so this is the member's override: terminal.
+		msg := fmt.Sprintf("rendering for cluster %q: %v", m.Name, err)
+		res.terminal = &urutauv1alpha1.Terminated{Reason: urutauv1alpha1.ReasonInvalidSpec, Cluster: m.Name, Message: msg}
+		res.obs.Phase, res.obs.Message = urutauv1alpha1.ClusterTerminated, msg
+		res.eventReason, res.eventMessage = EventInvalidSpec, msg
+		return res
+	}
+	manager := FieldManagerFor(r.FieldManager, m.Name)
+	// Every decision reads the member live, not its cache: a cache that lags (a member that just
+	// came back has informers still in backoff) would turn no-ops into writes, and a dead member
+	// must show as unreachable rather than as stale success. The cache serves the watches.
+	live, writer := cl.GetAPIReader(), cl.GetClient()
+
+	var reqs []*applyRequest
+	for _, build := range []func() (*applyRequest, error){
+		func() (*applyRequest, error) { return serviceAccountRequest(w.CoordinatorServiceAccount) },
+		func() (*applyRequest, error) { return serviceAccountRequest(w.WorkerServiceAccount) },
+		func() (*applyRequest, error) { return pdbRequest(w.PodDisruptionBudget) },
+		func() (*applyRequest, error) { return roleRequest(w.Role) },
+		func() (*applyRequest, error) { return roleBindingRequest(w.RoleBinding) },
+		func() (*applyRequest, error) { return serviceRequest(w.Service) },
+		func() (*applyRequest, error) { return configMapRequest(w.ConfigMap) },
+	} {
+		req, err := build()
+		if err != nil {
+			res.fail(err)
+			return res
+		}
+		reqs = append(reqs, req)
+	}
+	for _, req := range reqs {
+		wrote, err := r.applier.apply(ctx, live, writer, m.Name, manager, req)
+		if err != nil {
+			res.fail(err)
+			return res
+		}
+		if wrote {
+			res.wrote++
+		}
+	}
+
+	// Secrets are read live (never cached: the member cache holds only our objects).
+	for _, ref := range w.RequiredSecrets {
+		s := &corev1.Secret{}
+		err := live.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: ref.Name}, s)
+		switch {
+		case isUnreachable(err):
+			res.fail(err)
+			return res
+		case err != nil:
+			// Missing, or unreadable: transient (#504), retried.
+			msg := fmt.Sprintf("waiting for Secret %s/%s (key %q): %v", p.Namespace, ref.Name, ref.Key, errMessage(err))
+			log.V(1).Info("secret not ready", "secret", ref.Name)
+			res.retry = true
+			res.obs.Phase, res.obs.Message = urutauv1alpha1.ClusterPending, msg
+			res.eventReason, res.eventMessage = EventSecretNotReady, msg
+			return res
+		case len(s.Data[ref.Key]) == 0:
+			// Present but incomplete (#250): retrying cannot fix it.
+			msg := fmt.Sprintf("Secret %s/%s in cluster %q has no key %q", p.Namespace, ref.Name, m.Name, ref.Key)
+			res.terminal = &urutauv1alpha1.Terminated{Reason: urutauv1alpha1.ReasonSecretValidationFailed, Cluster: m.Name, Message: msg}
+			res.obs.Phase, res.obs.Message = urutauv1alpha1.ClusterTerminated, msg
+			res.eventReason, res.eventMessage = EventInvalidSecret, msg
+			return res
+		}
+	}
+
+	sts, err := statefulSetRequest(w.StatefulSet)
+	if err != nil {
+		res.fail(err)
+		return res
+	}
+	wrote, err := r.applier.apply(ctx, live, writer, m.Name, manager, sts)
+	if err != nil {
+		res.fail(err)
+		return res
+	}
+	if wrote {
+		res.wrote++
+		if ac, ok := sts.desired.(*appsv1ac.StatefulSetApplyConfiguration); ok && ac.Status != nil && ac.Status.ReadyReplicas != nil {
+			res.obs.ReadyReplicas = *ac.Status.ReadyReplicas
+		}
+	} else {
+		res.obs.ReadyReplicas = sts.live.(*appsv1.StatefulSet).Status.ReadyReplicas
+	}
+
+	kedaMsg, n, err := r.applyScaledObjects(ctx, live, writer, p, m.Name, manager, w)
+	if err != nil {
+		res.fail(err)
+		return res
+	}
+	res.wrote += n
+
+	res.obs.AppliedGeneration = p.Generation
+	res.obs.Phase = urutauv1alpha1.ClusterApplied
+	if res.obs.ReadyReplicas >= 1 {
+		res.obs.Phase = urutauv1alpha1.ClusterReady
+	}
+	res.obs.Message = kedaMsg
+	if res.wrote > 0 {
+		log.Info("applied", "objects", res.wrote, "fieldManager", manager)
+	}
+	return res
+}
+
+// applyScaledObjects applies the desired ScaledObjects and prunes the ones of this pipeline (by
+// UID label) no longer desired. A member without KEDA's CRD skips them and says so.
+func (r *CoordinatorReconciler) applyScaledObjects(ctx context.Context, live client.Reader, writer client.Client, p *urutauv1alpha1.CDCPipeline, member, manager string, w *coordinator.Workload) (string, int, error) {
+	const noKEDA = "KEDA's ScaledObject CRD is not installed in this cluster: worker autoscaling skipped"
+	wrote := 0
+	want := sets.New[string]()
+	for _, so := range w.ScaledObjects {
+		want.Insert(so.Name)
+		req, err := unstructuredRequest("ScaledObject", so)
+		if err != nil {
+			return "", wrote, err
+		}
+		ok, err := r.applier.apply(ctx, live, writer, member, manager, req)
+		if err != nil {
+			if meta.IsNoMatchError(err) {
+				return noKEDA, wrote, nil
+			}
+			return "", wrote, err
+		}
+		if ok {
+			wrote++
+		}
+	}
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(scaledObjectListGVK)
+	if err := live.List(ctx, list, client.InNamespace(p.Namespace), client.MatchingLabels{urutauv1alpha1.LabelHubPipelineUID: string(p.UID)}); err != nil {
+		if meta.IsNoMatchError(err) {
+			if len(w.ScaledObjects) > 0 {
+				return noKEDA, wrote, nil
+			}
+			return "", wrote, nil
+		}
+		return "", wrote, fmt.Errorf("listing ScaledObjects in cluster %q: %w", member, err)
+	}
+	for i := range list.Items {
+		so := &list.Items[i]
+		if want.Has(so.GetName()) || so.GetDeletionTimestamp() != nil {
+			continue
+		}
+		uid, rv := so.GetUID(), so.GetResourceVersion()
+		if err := writer.Delete(ctx, so, client.Preconditions{UID: &uid, ResourceVersion: &rv}); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			return "", wrote, fmt.Errorf("pruning ScaledObject %s/%s in cluster %q: %w", p.Namespace, so.GetName(), member, err)
+		}
+		wrote++
+	}
+	return "", wrote, nil
+}
+
+// departedResult is the outcome of cleaning a member that is no longer selected, or of a
+// pipeline being deleted.
+type departedResult struct {
+	state   DepartedState
+	deleted int
+	message string
+	err     error
+}
+
+// cleanMember empties member of p's objects and reports what is left.
+func (r *CoordinatorReconciler) cleanMember(ctx context.Context, p *urutauv1alpha1.CDCPipeline, member string) departedResult {
+	start := time.Now()
+	defer func() { memberDuration.WithLabelValues(member).Observe(time.Since(start).Seconds()) }()
+	cl, err := r.Manager.GetCluster(ctx, mcNameOf(member))
+	if err != nil {
+		memberErrors.WithLabelValues(member, "unreachable").Inc()
+		return departedResult{state: DepartedUnreachable, message: "cluster is not engaged: " + err.Error()}
+	}
+	res, err := cleanupMember(ctx, cl.GetAPIReader(), cl.GetClient(), p.Namespace, p.UID, p.Name)
+	switch {
+	case isUnreachable(err):
+		memberErrors.WithLabelValues(member, "unreachable").Inc()
+		return departedResult{state: DepartedUnreachable, deleted: res.deleted, message: "cluster does not answer: " + err.Error()}
+	case err != nil:
+		memberErrors.WithLabelValues(member, "error").Inc()
+		return departedResult{state: DepartedHolding, deleted: res.deleted, message: err.Error(), err: err}
+	}
+	out := departedResult{state: res.state(), deleted: res.deleted}
+	switch out.state {
+	case DepartedHolding:
+		out.message = fmt.Sprintf("removing: waiting for %d coordinator StatefulSet(s)/pod(s) to go", res.coordinator)
+	case DepartedDraining:
+		out.message = fmt.Sprintf("removing: %d object(s) left", res.others)
+	}
+	return out
+}
+
+func errMessage(err error) string {
+	if apierrors.IsNotFound(err) {
+		return "not found"
+	}
+	return err.Error()
+}
+
+func containsString(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// nowRFC3339 is a terminated.at value.
+func nowRFC3339() string { return time.Now().UTC().Format(time.RFC3339) }
+
+// statusNow is a status timestamp; whole seconds, as the API server stores them, so a value
+// read back compares equal.
+func statusNow() metav1.Time { return metav1.Now().Rfc3339Copy() }
