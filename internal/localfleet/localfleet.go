@@ -15,7 +15,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -24,6 +26,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 )
 
 // Options say where the binaries are, where the clusters keep their state and which to start.
@@ -82,15 +85,142 @@ func Delete(ctx context.Context, o Options) error {
 	return errors.Join(errs...)
 }
 
-// StopCluster stops a cluster's processes, keeping its state; StartCluster starts them again.
-// Fault tests use them to make a member unreachable and bring it back.
-func StopCluster(ctx context.Context, o Options, name string) error {
-	return o.kwokctl(ctx, "stop", "cluster", "--name", name)
+// StopAPIServer stops only the named cluster's kube-apiserver process; clients see connection
+// refused. Fault tests use it to make a member unreachable. (Stopping the whole cluster is no
+// good: kwok v0.8.0 then fails to re-take its node lease and stops running pods.)
+func StopAPIServer(ctx context.Context, o Options, name string) error {
+	c, err := o.component(name, "kube-apiserver")
+	if err != nil {
+		return err
+	}
+	raw, err := os.ReadFile(c.pidFile)
+	if err != nil {
+		return fmt.Errorf("reading %s: %w", c.pidFile, err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(raw)))
+	if err != nil {
+		return fmt.Errorf("%s: %w", c.pidFile, err)
+	}
+	// No graceful drain: the point is a server that vanishes.
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("killing kube-apiserver of %q: %w", name, err)
+	}
+	cl := Cluster{Name: name, KubeconfigPath: o.kubeconfigPath(name)}
+	deadline := time.Now().Add(10 * time.Second)
+	for reachable(ctx, cl) == nil {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("kube-apiserver of %q still answers after SIGKILL", name)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return nil
 }
 
-// StartCluster starts a cluster stopped by StopCluster.
-func StartCluster(ctx context.Context, o Options, name string) error {
-	return o.kwokctl(ctx, "start", "cluster", "--name", name, "--wait", "2m")
+// StartAPIServer starts the named cluster's kube-apiserver again with the flags kwokctl gave it,
+// waits until it answers, then for 15 s restarts any component that exits (the controller
+// manager and the scheduler exit when they lose their leader lease), as the kubelet would.
+func StartAPIServer(ctx context.Context, o Options, name string) error {
+	c, err := o.component(name, "kube-apiserver")
+	if err != nil {
+		return err
+	}
+	if err := c.start(); err != nil {
+		return fmt.Errorf("starting kube-apiserver of %q: %w", name, err)
+	}
+	cl := Cluster{Name: name, KubeconfigPath: o.kubeconfigPath(name)}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		err := reachable(ctx, cl)
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("kube-apiserver of %q not answering 60s after restart: %w", name, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	// A component may still be alive now and lose its lease a moment later (its renew deadline
+	// runs from before the outage), so watch them until leader election has settled.
+	settled := time.Now().Add(15 * time.Second)
+	for time.Now().Before(settled) {
+		for _, other := range []string{"kube-controller-manager", "kube-scheduler", "kwok-controller"} {
+			oc, err := o.component(name, other)
+			if err != nil {
+				return err
+			}
+			if !oc.running() {
+				if err := oc.start(); err != nil {
+					return fmt.Errorf("restarting %s of %q: %w", other, name, err)
+				}
+			}
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	return nil
+}
+
+// component is one process of a kwokctl cluster, as kwokctl recorded it in kwok.yaml.
+type component struct {
+	Name    string   `json:"name"`
+	Binary  string   `json:"binary"`
+	Args    []string `json:"args"`
+	WorkDir string   `json:"workDir"`
+
+	workDir, pidFile string
+}
+
+func (o Options) component(cluster, name string) (component, error) {
+	dir := filepath.Join(o.WorkDir, "clusters", cluster)
+	raw, err := os.ReadFile(filepath.Join(dir, "kwok.yaml"))
+	if err != nil {
+		return component{}, fmt.Errorf("reading the kwokctl config of %q: %w", cluster, err)
+	}
+	var cfg struct {
+		Components []component `json:"components"`
+	}
+	if err := yaml.Unmarshal(raw, &cfg); err != nil {
+		return component{}, fmt.Errorf("parsing the kwokctl config of %q: %w", cluster, err)
+	}
+	for _, c := range cfg.Components {
+		if c.Name == name {
+			c.workDir = dir
+			if c.WorkDir != "" {
+				c.workDir = c.WorkDir
+			}
+			c.pidFile = filepath.Join(dir, "pids", name+".pid")
+			return c, nil
+		}
+	}
+	return component{}, fmt.Errorf("cluster %q has no component %q", cluster, name)
+}
+
+// running tells whether the process of the component's pid file is alive.
+func (c component) running() bool {
+	raw, err := os.ReadFile(c.pidFile)
+	if err != nil {
+		return false
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(raw)))
+	return err == nil && syscall.Kill(pid, 0) == nil
+}
+
+// start runs the component with the flags kwokctl recorded and records its pid where kwokctl
+// delete finds it. Not tied to the caller's context: the process outlives the call.
+func (c component) start() error {
+	logFile, err := os.OpenFile(filepath.Join(c.workDir, "logs", c.Name+".log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = logFile.Close() }()
+	cmd := exec.Command(c.Binary, c.Args...)
+	cmd.Dir = c.workDir
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	go func() { _ = cmd.Wait() }()
+	return os.WriteFile(c.pidFile, []byte(strconv.Itoa(cmd.Process.Pid)), 0o644)
 }
 
 func (o Options) validate() error {

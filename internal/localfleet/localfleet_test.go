@@ -14,8 +14,8 @@ import (
 )
 
 // TestFleetRunsPods starts two local clusters and shows what the demo and the e2e suite rely on:
-// a StatefulSet's pod gets scheduled on the fake node and reaches Running, and a stopped cluster
-// comes back with its objects.
+// a StatefulSet's pod gets scheduled on the fake node and reaches Running, and after an API
+// server restart the cluster has its objects and still runs new pods.
 func TestFleetRunsPods(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts two local clusters")
@@ -65,17 +65,29 @@ func TestFleetRunsPods(t *testing.T) {
 			pod.Status.Phase == corev1.PodRunning
 	})
 
-	if err := StopCluster(ctx, o, "lf-two"); err != nil {
+	if err := StopAPIServer(ctx, o, "lf-two"); err != nil {
 		t.Fatal(err)
 	}
 	if err := reachable(ctx, clusters[1]); err == nil {
-		t.Fatal("cluster lf-two still answers after StopCluster")
+		t.Fatal("cluster lf-two still answers after StopAPIServer")
 	}
-	if err := StartCluster(ctx, o, "lf-two"); err != nil {
+	// Longer than the controller manager's lease renewal deadline (10 s): it exits, and
+	// StartAPIServer must bring it back or no StatefulSet pod is created again.
+	time.Sleep(12 * time.Second)
+	if err := StartAPIServer(ctx, o, "lf-two"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 60*time.Second, "StatefulSet probe back after restart", func() bool {
-		return cl.Get(ctx, client.ObjectKeyFromObject(sts), &appsv1.StatefulSet{}) == nil
+	if err := cl.Get(ctx, client.ObjectKeyFromObject(sts), &appsv1.StatefulSet{}); err != nil {
+		t.Fatalf("StatefulSet lost across the API server restart: %v", err)
+	}
+	// Scale up: a pod created after the restart must reach Running too.
+	if err := cl.Patch(ctx, sts, client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"replicas":2}}`))); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 60*time.Second, "pod probe-1 Running after the restart", func() bool {
+		pod := &corev1.Pod{}
+		return cl.Get(ctx, client.ObjectKey{Namespace: "default", Name: "probe-1"}, pod) == nil &&
+			pod.Status.Phase == corev1.PodRunning
 	})
 }
 

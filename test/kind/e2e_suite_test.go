@@ -26,6 +26,7 @@ const (
 	envHubKubeconfig     = "E2E_HUB_KUBECONFIG"
 	envMemberKubeconfigs = "E2E_MEMBER_KUBECONFIGS" // name=path,name=path
 	envRestartCommand    = "E2E_RESTART_MEMBER"     // a command given the member name, e.g. hack/kind-restart.sh
+	envKeep              = "E2E_KEEP"               // "1": leave the local fleet running for inspection
 )
 
 const (
@@ -60,12 +61,14 @@ var _ = SynchronizedBeforeSuite(func(ctx SpecContext) {}, func(ctx SpecContext) 
 }, NodeTimeout(5*time.Minute))
 
 var _ = SynchronizedAfterSuite(func() {}, func(ctx SpecContext) {
-	if fleet != nil {
-		if CurrentSpecReport().Failed() {
-			GinkgoWriter.Printf("hub log: %s\n", fleet.HubLog())
-		}
-		Expect(fleet.Down(ctx)).To(Succeed())
+	if fleet == nil {
+		return
 	}
+	if os.Getenv(envKeep) == "1" {
+		GinkgoWriter.Printf("%s=1: leaving the local fleet running; hub log %s\n", envKeep, fleet.HubLog())
+		return
+	}
+	Expect(fleet.Down(ctx)).To(Succeed())
 }, NodeTimeout(2*time.Minute))
 
 func startLocalFleet(ctx context.Context) {
@@ -114,11 +117,11 @@ func startLocalFleet(ctx context.Context) {
 	}
 	opts := localfleet.Options{BinDir: bin, WorkDir: filepath.Join(work, "fleet")}
 	input.RestartMember = func(ctx context.Context, name string, pause time.Duration) error {
-		if err := localfleet.StopCluster(ctx, opts, name); err != nil {
+		if err := localfleet.StopAPIServer(ctx, opts, name); err != nil {
 			return err
 		}
 		time.Sleep(pause)
-		return localfleet.StartCluster(ctx, opts, name)
+		return localfleet.StartAPIServer(ctx, opts, name)
 	}
 }
 
