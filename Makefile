@@ -90,3 +90,6 @@ test-e2e-kind: ## Run the same e2e suite on kind clusters (needs Docker and kind
 .PHONY: test-unit
 test-unit: ## Run only the tests that need no API server.
 	$(GO) test ./... -count=1 -short
+
+# Targets of self-contained tools (bench, fault tests, ...) live next to them.
+include $(wildcard hack/make/*.mk)
