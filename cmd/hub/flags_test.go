@@ -18,6 +18,7 @@ func defaults() options {
 		coordinatorImage:        "img",
 		fieldManager:            "urutau-operator",
 		enableWebhook:           true,
+		webhookPort:             9443,
 		kedaThreshold:           "30",
 		metricsAddr:             ":8080",
 		probeAddr:               ":8081",
@@ -55,10 +56,12 @@ func TestParseFlags(t *testing.T) {
 				"--cluster-provider=cluster-profile", "--cluster-provider-namespace=fleet",
 				"--member-timeout=3s", "--tombstone-grace=30s", "--tombstone-namespace=graves",
 				"--max-concurrent-reconciles=9", "--zap-devel", "--kubeconfig=/hub/config",
+				"--webhook-port=10443", "--webhook-cert-dir=/certs",
 			},
 			want: func(o *options) {
 				*o = options{
 					coordinatorImage: "reg/urutau:1", fieldManager: "fm", enableWebhook: false,
+					webhookPort: 10443, webhookCertDir: "/certs",
 					watchNamespaces: []string{"a"}, kedaPrometheusAddress: "http://prom:9090", kedaThreshold: "7.5",
 					metricsAddr: "0", probeAddr: ":9999", leaderElect: false,
 					clusterProvider: "cluster-profile", providerNamespace: "fleet",
@@ -84,8 +87,8 @@ func TestParseFlags(t *testing.T) {
 		{name: "coordinator image blank", args: []string{"--coordinator-image= "}, wantErr: []string{"--coordinator-image is required"}},
 		{
 			name:    "every invalid value reported at once",
-			args:    []string{"--cluster-provider=kind", "--keda-threshold=0", "--member-timeout=0s", "--tombstone-grace=-1s", "--max-concurrent-reconciles=0", "--field-manager=", "--cluster-provider-namespace="},
-			wantErr: []string{"--coordinator-image", "--cluster-provider must be", "--keda-threshold", "--member-timeout", "--tombstone-grace", "--max-concurrent-reconciles", "--field-manager", "--cluster-provider-namespace"},
+			args:    []string{"--cluster-provider=kind", "--keda-threshold=0", "--member-timeout=0s", "--tombstone-grace=-1s", "--max-concurrent-reconciles=0", "--field-manager=", "--cluster-provider-namespace=", "--webhook-port=70000"},
+			wantErr: []string{"--coordinator-image", "--cluster-provider must be", "--keda-threshold", "--member-timeout", "--tombstone-grace", "--max-concurrent-reconciles", "--field-manager", "--cluster-provider-namespace", "--webhook-port must be a port number"},
 		},
 		{name: "unknown flag", args: []string{"--coordinator-image=img", "--nope"}, wantErr: []string{"unknown flag: --nope"}},
 		{name: "bad duration", args: []string{"--coordinator-image=img", "--member-timeout=soon"}, wantErr: []string{"member-timeout"}},
