@@ -46,6 +46,10 @@ type options struct {
 	enableWebhook         bool
 	webhookPort           int
 	webhookCertDir        string
+	webhookSelfSigned     bool
+	webhookService        string
+	webhookConfiguration  string
+	webhookCertSecret     string
 	watchNamespaces       []string
 	kedaPrometheusAddress string
 	kedaThreshold         string
@@ -81,6 +85,14 @@ func newFlagSet(o *options, watchNamespaces *string) *pflag.FlagSet {
 	fs.IntVar(&o.webhookPort, "webhook-port", 9443, "Port of the webhook server.")
 	fs.StringVar(&o.webhookCertDir, "webhook-cert-dir", "",
 		"Directory holding the webhook's tls.crt and tls.key (default: <tmp>/k8s-webhook-server/serving-certs, where config/hub mounts them).")
+	fs.BoolVar(&o.webhookSelfSigned, "webhook-self-signed", false,
+		"Provision the webhook certificate without cert-manager: a self-signed certificate kept in --webhook-cert-secret (shared by replicas), written to --webhook-cert-dir, its CA set on --webhook-configuration.")
+	fs.StringVar(&o.webhookService, "webhook-service", "urutau-fleet-webhook-service",
+		"With --webhook-self-signed: the Service (in --cluster-provider-namespace) the certificate is for.")
+	fs.StringVar(&o.webhookConfiguration, "webhook-configuration", "urutau-fleet-validating-webhook-configuration",
+		"With --webhook-self-signed: the ValidatingWebhookConfiguration whose caBundle is set.")
+	fs.StringVar(&o.webhookCertSecret, "webhook-cert-secret", "urutau-fleet-webhook-cert",
+		"With --webhook-self-signed: the Secret (in --cluster-provider-namespace) holding the certificate.")
 	fs.StringVar(watchNamespaces, "watch-namespaces", "",
 		"Comma-separated namespaces whose CDCPipelines the hub serves; empty means all. Scopes the hub's cache only, not RBAC, and never member clusters.")
 	fs.StringVar(&o.kedaPrometheusAddress, "keda-prometheus-address", "",

@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"time"
 
 	kedav1alpha1 "github.com/kedacore/keda/v2/apis/keda/v1alpha1"
 	"github.com/spf13/pflag"
@@ -36,6 +38,7 @@ import (
 	"github.com/urutau-io/fleet/internal/fleet"
 	"github.com/urutau-io/fleet/internal/fleet/inventory"
 	"github.com/urutau-io/fleet/internal/fleet/inventory/clusterprofile"
+	internalwebhook "github.com/urutau-io/fleet/internal/webhook"
 )
 
 // leaderElectionID names the hub's Lease. Distinct from the single-cluster operator's
@@ -70,6 +73,11 @@ func run(args []string, stdout io.Writer) error {
 		return fmt.Errorf("loading the hub's kubeconfig: %w", err)
 	}
 	ctx := ctrl.SetupSignalHandler()
+	if o.enableWebhook && o.webhookSelfSigned {
+		if err := ensureSelfSignedCert(ctx, o, cfg); err != nil {
+			return err
+		}
+	}
 	mgr, err := setup(ctx, o, cfg)
 	if err != nil {
 		return err
@@ -80,6 +88,28 @@ func run(args []string, stdout io.Writer) error {
 		"leaderElection", o.leaderElect)
 	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("running the manager: %w", err)
+	}
+	return nil
+}
+
+// ensureSelfSignedCert provisions the webhook's certificate without cert-manager, before the
+// webhook server reads it (config/hub/self-signed).
+func ensureSelfSignedCert(ctx context.Context, o options, cfg *rest.Config) error {
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		return err
+	}
+	certDir := o.webhookCertDir
+	if certDir == "" {
+		certDir = filepath.Join(os.TempDir(), "k8s-webhook-server", "serving-certs")
+	}
+	s := internalwebhook.SelfSigned{
+		Client: c, Namespace: o.providerNamespace, Service: o.webhookService, Secret: o.webhookCertSecret,
+		WebhookConfiguration: o.webhookConfiguration, CertDir: certDir, FieldManager: o.fieldManager,
+		RenewBefore: 30 * 24 * time.Hour,
+	}
+	if err := s.Ensure(ctx); err != nil {
+		return fmt.Errorf("provisioning the self-signed webhook certificate: %w", err)
 	}
 	return nil
 }

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
+	"sigs.k8s.io/yaml"
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
 	"github.com/urutau-io/fleet/internal/testenv"
@@ -167,8 +168,13 @@ func kustomizeBuild(t *testing.T, dir string) []*unstructured.Unstructured {
 	}
 	var out []*unstructured.Unstructured
 	for _, r := range resMap.Resources() {
-		m, err := r.Map()
+		// Through YAML, not r.Map(): unstructured objects hold JSON numbers, not Go ints.
+		raw, err := r.AsYAML()
 		if err != nil {
+			t.Fatal(err)
+		}
+		m := map[string]any{}
+		if err := yaml.Unmarshal(raw, &m); err != nil {
 			t.Fatal(err)
 		}
 		out = append(out, &unstructured.Unstructured{Object: m})

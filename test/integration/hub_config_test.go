@@ -1,0 +1,89 @@
+package integration
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// TestHubConfigApplies builds both install overlays of config/hub and applies them server-side to
+// a real API server. cert-manager is not installed there, so its two objects are checked for what
+// ties them to the rest: the Certificate must name the webhook Service as built, and the
+// webhook configuration must ask cert-manager for that Certificate's CA.
+func TestHubConfigApplies(t *testing.T) {
+	for _, overlay := range []string{"default", "self-signed"} {
+		t.Run(overlay, func(t *testing.T) {
+			c := startOne(t)
+			ctx := t.Context()
+			objs := kustomizeBuild(t, "../../config/hub/"+overlay)
+			// Namespaces and CRDs first, as kubectl apply orders them.
+			slices.SortStableFunc(objs, func(a, b *unstructured.Unstructured) int { return rank(a) - rank(b) })
+			var service, certificate, vwc *unstructured.Unstructured
+			kinds := map[string]bool{}
+			for _, o := range objs {
+				kinds[o.GetKind()] = true
+				switch o.GetKind() {
+				case "Certificate", "Issuer":
+					if o.GetKind() == "Certificate" {
+						certificate = o
+					}
+					continue
+				case "Service":
+					service = o
+				case "ValidatingWebhookConfiguration":
+					vwc = o
+				}
+				if err := c.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(o.DeepCopy()), fieldOwner, client.ForceOwnership); err != nil {
+					t.Fatalf("%s %s: %v", o.GetKind(), o.GetName(), err)
+				}
+			}
+			for _, k := range []string{"Namespace", "CustomResourceDefinition", "ServiceAccount", "ClusterRole",
+				"ClusterRoleBinding", "Role", "RoleBinding", "Deployment", "PodDisruptionBudget", "Service",
+				"ValidatingWebhookConfiguration"} {
+				if !kinds[k] {
+					t.Errorf("config/hub/%s has no %s", overlay, k)
+				}
+			}
+			if service == nil || vwc == nil {
+				t.Fatal("no webhook Service or ValidatingWebhookConfiguration")
+			}
+			hooks, _, _ := unstructured.NestedSlice(vwc.Object, "webhooks")
+			ref, _, _ := unstructured.NestedStringMap(hooks[0].(map[string]any), "clientConfig", "service")
+			if ref["name"] != service.GetName() || ref["namespace"] != service.GetNamespace() {
+				t.Errorf("the webhook points at %s/%s, the Service is %s/%s", ref["namespace"], ref["name"], service.GetNamespace(), service.GetName())
+			}
+			switch overlay {
+			case "default":
+				if certificate == nil {
+					t.Fatal("the cert-manager overlay has no Certificate")
+				}
+				dns, _, _ := unstructured.NestedStringSlice(certificate.Object, "spec", "dnsNames")
+				want := fmt.Sprintf("%s.%s.svc", service.GetName(), service.GetNamespace())
+				if !slices.Contains(dns, want) {
+					t.Errorf("the Certificate is for %v, the API server calls %s", dns, want)
+				}
+				inject := vwc.GetAnnotations()["cert-manager.io/inject-ca-from"]
+				if inject != certificate.GetNamespace()+"/"+certificate.GetName() {
+					t.Errorf("the webhook injects the CA of %q, the Certificate is %s/%s", inject, certificate.GetNamespace(), certificate.GetName())
+				}
+			case "self-signed":
+				if certificate != nil {
+					t.Error("the self-signed overlay must not need cert-manager")
+				}
+			}
+		})
+	}
+}
+
+func rank(o *unstructured.Unstructured) int {
+	switch o.GetKind() {
+	case "Namespace":
+		return 0
+	case "CustomResourceDefinition":
+		return 1
+	}
+	return 2
+}
