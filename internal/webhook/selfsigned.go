@@ -114,7 +114,7 @@ func (s SelfSigned) secret(ctx context.Context) (*corev1.Secret, error) {
 		return nil, err
 	}
 	if !s.valid(stored) {
-		return nil, fmt.Errorf("Secret %s holds no usable certificate", key)
+		return nil, fmt.Errorf("the certificate in Secret %s is not usable", key)
 	}
 	return stored, nil
 }
