@@ -115,7 +115,7 @@ func newFlagSet(o *options, watchNamespaces *string) *pflag.FlagSet {
 	fs.DurationVar(&o.memberTimeout, "member-timeout", 10*time.Second,
 		"Bound on each member's part of a reconcile, so one slow or unreachable member never delays the others.")
 	fs.DurationVar(&o.tombstoneGrace, "tombstone-grace", 2*time.Minute,
-		"How long deletion waits for an unreachable member before it records a tombstone and lets the CDCPipeline go.")
+		"How long deletion waits for a member to be emptied (unreachable, or its coordinator pods still there) before it records a tombstone for that member and lets the CDCPipeline go.")
 	fs.StringVar(&o.tombstoneNamespace, "tombstone-namespace", "",
 		"Namespace of the hub holding tombstones (default: --cluster-provider-namespace).")
 	fs.IntVar(&o.maxConcurrentReconciles, "max-concurrent-reconciles", 4, "CDCPipelines reconciled in parallel.")

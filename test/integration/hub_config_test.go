@@ -21,15 +21,16 @@ func TestHubConfigApplies(t *testing.T) {
 			objs := kustomizeBuild(t, "../../config/hub/"+overlay)
 			// Namespaces and CRDs first, as kubectl apply orders them.
 			slices.SortStableFunc(objs, func(a, b *unstructured.Unstructured) int { return rank(a) - rank(b) })
-			var service, certificate, vwc *unstructured.Unstructured
+			var service, certificate, issuer, vwc *unstructured.Unstructured
 			kinds := map[string]bool{}
 			for _, o := range objs {
 				kinds[o.GetKind()] = true
 				switch o.GetKind() {
-				case "Certificate", "Issuer":
-					if o.GetKind() == "Certificate" {
-						certificate = o
-					}
+				case "Certificate":
+					certificate = o
+					continue
+				case "Issuer":
+					issuer = o
 					continue
 				case "Service":
 					service = o
@@ -64,6 +65,10 @@ func TestHubConfigApplies(t *testing.T) {
 				want := fmt.Sprintf("%s.%s.svc", service.GetName(), service.GetNamespace())
 				if !slices.Contains(dns, want) {
 					t.Errorf("the Certificate is for %v, the API server calls %s", dns, want)
+				}
+				ref, _, _ := unstructured.NestedString(certificate.Object, "spec", "issuerRef", "name")
+				if issuer == nil || ref != issuer.GetName() {
+					t.Errorf("the Certificate's issuerRef names %q, which is not the Issuer the overlay ships", ref)
 				}
 				inject := vwc.GetAnnotations()["cert-manager.io/inject-ca-from"]
 				if inject != certificate.GetNamespace()+"/"+certificate.GetName() {

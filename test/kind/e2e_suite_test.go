@@ -129,6 +129,9 @@ func useExistingClusters(ctx context.Context) {
 	var err error
 	input.Hub, err = clientFor(os.Getenv(envHubKubeconfig))
 	Expect(err).NotTo(HaveOccurred())
+	// The pipelines live in the same namespace on the hub as in the members.
+	Expect(client.IgnoreAlreadyExists(input.Hub.Create(ctx,
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: e2eNamespace}}))).To(Succeed())
 	for _, pair := range strings.Split(os.Getenv(envMemberKubeconfigs), ",") {
 		name, path, ok := strings.Cut(pair, "=")
 		Expect(ok).To(BeTrue(), "%s must be name=path,name=path", envMemberKubeconfigs)
