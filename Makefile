@@ -50,7 +50,7 @@ vet: ## Run go vet.
 
 .PHONY: lint
 lint: $(GOLANGCI_LINT) ## Run golangci-lint.
-	$(GOLANGCI_LINT) run ./...
+	$(GOLANGCI_LINT) run --allow-parallel-runners ./...
 
 $(GOLANGCI_LINT):
 	cd hack/tools && GOWORK=off $(GO) build -o $(GOLANGCI_LINT) github.com/golangci/golangci-lint/v2/cmd/golangci-lint
