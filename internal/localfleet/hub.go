@@ -199,14 +199,7 @@ func (f *Fleet) StartHub(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	args := append([]string{
-		"--kubeconfig=" + f.Hub.KubeconfigPath,
-		"--cluster-provider=kubeconfig",
-		"--cluster-provider-namespace=" + HubNamespace,
-		"--webhook-cert-dir=" + f.certDir,
-		"--webhook-port=" + strconv.Itoa(f.port),
-	}, f.opts.HubArgs...)
-	cmd := exec.Command(f.opts.HubBinary, args...)
+	cmd := exec.Command(f.opts.HubBinary, f.HubArgs(f.port)...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
 		return err
@@ -240,13 +233,16 @@ func (f *Fleet) Down(ctx context.Context) error {
 
 // Teardown stops what a FleetOptions' Up started, also from another process (make demo-down).
 func Teardown(ctx context.Context, o FleetOptions) error {
-	pidFile := filepath.Join(o.WorkDir, "hub.pid")
-	if pid, err := os.ReadFile(pidFile); err == nil {
-		if n, err := strconv.Atoi(strings.TrimSpace(string(pid))); err == nil {
-			if p, err := os.FindProcess(n); err == nil {
-				_ = p.Signal(syscall.SIGTERM)
-				waitExit(n, 10*time.Second)
-				_ = p.Kill()
+	// hub.pid, and hub-<name>.pid of extra hub processes (StartExtraHub).
+	pidFiles, _ := filepath.Glob(filepath.Join(o.WorkDir, "hub*.pid"))
+	for _, pidFile := range pidFiles {
+		if pid, err := os.ReadFile(pidFile); err == nil {
+			if n, err := strconv.Atoi(strings.TrimSpace(string(pid))); err == nil {
+				if p, err := os.FindProcess(n); err == nil {
+					_ = p.Signal(syscall.SIGTERM)
+					waitExit(n, 10*time.Second)
+					_ = p.Kill()
+				}
 			}
 		}
 	}
