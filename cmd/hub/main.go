@@ -193,8 +193,17 @@ func hubConfig(path string) (*rest.Config, error) {
 	if path == "" {
 		return ctrl.GetConfig()
 	}
-	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
 		&clientcmd.ClientConfigLoadingRules{ExplicitPath: path}, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return nil, err
+	}
+	// As ctrl.GetConfig does for the other sources: no client-side throttling unless the file
+	// sets one (client-go's default of 5 QPS would queue every hub write).
+	if cfg.QPS == 0 {
+		cfg.QPS = -1
+	}
+	return cfg, nil
 }
 
 // newScheme knows client-go's types, the urutau API, KEDA's ScaledObjects and ClusterProfiles.

@@ -34,8 +34,9 @@ type applyRequest struct {
 	// desiredJSON is what desired serialises to before the apply; the no-op check compares it.
 	desiredJSON []byte
 	key         client.ObjectKey
-	// live is an empty object of the kind, read into before applying.
-	live client.Object
+	// live is the object as last read (see applier.read); newLive makes an empty one of the kind.
+	live    client.Object
+	newLive func() client.Object
 	// extract returns the fields manager owns in live, in the same shape as desired.
 	extract func(live client.Object, manager string) (any, error)
 }
@@ -55,27 +56,43 @@ type applyRecord struct {
 // across restarts. Second, as in cluster-api's SSA cache, we applied these exact bytes before and
 // the object's resourceVersion is still the one that apply returned: this covers fields the API
 // server normalises (so the extraction never compares equal) without re-sending them forever.
+//
+// The object is first read from the member's cache, which the member watches keep current, so a
+// reconcile that changes nothing makes no request per object. The cache may lag behind the
+// member, so it never decides alone that a write is needed for an object we applied before: a
+// cached miss or a cached difference on such an object is confirmed with a live read (the
+// object we just created or updated may not have reached the cache yet), and only then written.
+// An object we never applied and the cache does not hold is applied at once: either it does not
+// exist, or it lacks our labels, and both need the apply.
 type applier struct {
 	mu   sync.Mutex
 	seen map[string]applyRecord
 }
 
-func (a *applier) cacheKey(member string, r *applyRequest) string {
-	return member + "\x00" + r.kind + "\x00" + r.key.String()
+func (a *applier) cacheKey(member, kind string, key client.ObjectKey) string {
+	return member + "\x00" + kind + "\x00" + key.String()
 }
 
-// apply reads the live object through reader and applies desired with writer unless that is a
-// no-op. It reports whether it wrote, and the live object (after the apply when it wrote; nil
-// when it does not exist and was not created).
-func (a *applier) apply(ctx context.Context, reader client.Reader, writer client.Client, member, manager string, r *applyRequest) (bool, error) {
+// apply reads the object through cached (confirming with live when needed, see applier) and
+// applies desired with writer unless that is a no-op. It reports whether it wrote; r.live holds
+// the object as read (empty when it was not found).
+func (a *applier) apply(ctx context.Context, cached, live client.Reader, writer client.Client, member, manager string, r *applyRequest) (bool, error) {
 	hash := sha256.Sum256(r.desiredJSON)
-	err := reader.Get(ctx, r.key, r.live)
-	switch {
-	case apierrors.IsNotFound(err):
-	case err != nil:
-		return false, fmt.Errorf("reading %s %s in cluster %q: %w", r.kind, r.key, member, err)
-	default:
-		if a.unchanged(member, manager, r, hash) {
+	found, err := a.read(ctx, cached, member, r)
+	if err != nil {
+		return false, err
+	}
+	if found && a.unchanged(member, manager, r, hash) {
+		noopApplies.WithLabelValues(member, r.kind).Inc()
+		return false, nil
+	}
+	if a.appliedBefore(member, r, hash) {
+		// The cache may not have seen our last write yet: ask the member before writing again.
+		found, err = a.read(ctx, live, member, r)
+		if err != nil {
+			return false, err
+		}
+		if found && a.unchanged(member, manager, r, hash) {
 			noopApplies.WithLabelValues(member, r.kind).Inc()
 			return false, nil
 		}
@@ -88,6 +105,19 @@ func (a *applier) apply(ctx context.Context, reader client.Reader, writer client
 	return true, nil
 }
 
+// read gets r.key into a fresh r.live; it reports whether the object exists.
+func (a *applier) read(ctx context.Context, reader client.Reader, member string, r *applyRequest) (bool, error) {
+	r.live = r.newLive()
+	err := reader.Get(ctx, r.key, r.live)
+	switch {
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("reading %s %s in cluster %q: %w", r.kind, r.key, member, err)
+	}
+	return true, nil
+}
+
 func (a *applier) unchanged(member, manager string, r *applyRequest, hash [sha256.Size]byte) bool {
 	if owned, err := r.extract(r.live, manager); err == nil {
 		if b, err := json.Marshal(owned); err == nil && bytes.Equal(b, r.desiredJSON) {
@@ -96,8 +126,16 @@ func (a *applier) unchanged(member, manager string, r *applyRequest, hash [sha25
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	rec, ok := a.seen[a.cacheKey(member, r)]
+	rec, ok := a.seen[a.cacheKey(member, r.kind, r.key)]
 	return ok && rec.desired == hash && rec.resourceVersion != "" && rec.resourceVersion == r.live.GetResourceVersion()
+}
+
+// appliedBefore reports whether this process applied exactly these bytes to this object.
+func (a *applier) appliedBefore(member string, r *applyRequest, hash [sha256.Size]byte) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	rec, ok := a.seen[a.cacheKey(member, r.kind, r.key)]
+	return ok && rec.desired == hash
 }
 
 func (a *applier) remember(member string, r *applyRequest, hash [sha256.Size]byte, rv string) {
@@ -106,7 +144,45 @@ func (a *applier) remember(member string, r *applyRequest, hash [sha256.Size]byt
 	if a.seen == nil {
 		a.seen = map[string]applyRecord{}
 	}
-	a.seen[a.cacheKey(member, r)] = applyRecord{desired: hash, resourceVersion: rv}
+	a.seen[a.cacheKey(member, r.kind, r.key)] = applyRecord{desired: hash, resourceVersion: rv}
+}
+
+// isEcho reports whether obj, seen in a member watch, is exactly the result of our last apply
+// to it: reconciling it again would find nothing to do. The coordinator StatefulSet is never an
+// echo: a reconcile that writes it reports the member Applied, not Ready, and its echo is what
+// brings the hub back to read its readiness when the write changed no template (no status update
+// from its controller would follow).
+func (a *applier) isEcho(member string, obj client.Object) bool {
+	kind := kindOf(obj)
+	rv := obj.GetResourceVersion()
+	if kind == "" || kind == "StatefulSet" || rv == "" {
+		return false
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	rec, ok := a.seen[a.cacheKey(member, kind, client.ObjectKeyFromObject(obj))]
+	return ok && rec.resourceVersion == rv
+}
+
+// kindOf names the kinds the member watches deliver, as applyRequest.kind does.
+func kindOf(obj client.Object) string {
+	switch obj.(type) {
+	case *corev1.ServiceAccount:
+		return "ServiceAccount"
+	case *policyv1.PodDisruptionBudget:
+		return "PodDisruptionBudget"
+	case *rbacv1.Role:
+		return "Role"
+	case *rbacv1.RoleBinding:
+		return "RoleBinding"
+	case *corev1.Service:
+		return "Service"
+	case *corev1.ConfigMap:
+		return "ConfigMap"
+	case *appsv1.StatefulSet:
+		return "StatefulSet"
+	}
+	return ""
 }
 
 // resourceVersionOf reads metadata.resourceVersion from an apply configuration that the client
@@ -129,7 +205,7 @@ func resourceVersionOf(ac runtime.ApplyConfiguration) string {
 
 // newApplyRequest prepares a typed apply configuration: its JSON is taken now, before the apply
 // fills it with the answer.
-func newApplyRequest[T client.Object](kind string, desired runtime.ApplyConfiguration, live T, extract func(T, string) (any, error)) (*applyRequest, error) {
+func newApplyRequest[T client.Object](kind string, desired runtime.ApplyConfiguration, newLive func() T, extract func(T, string) (any, error)) (*applyRequest, error) {
 	b, err := json.Marshal(desired)
 	if err != nil {
 		return nil, fmt.Errorf("marshalling %s: %w", kind, err)
@@ -148,7 +224,8 @@ func newApplyRequest[T client.Object](kind string, desired runtime.ApplyConfigur
 		desired:     desired,
 		desiredJSON: b,
 		key:         client.ObjectKey{Namespace: meta.Metadata.Namespace, Name: meta.Metadata.Name},
-		live:        live,
+		live:        newLive(),
+		newLive:     func() client.Object { return newLive() },
 		extract:     func(o client.Object, m string) (any, error) { return extract(o.(T), m) },
 	}, nil
 }
@@ -156,43 +233,43 @@ func newApplyRequest[T client.Object](kind string, desired runtime.ApplyConfigur
 // The typed requests, one per kind the renderer produces. Each extract is client-go's.
 
 func serviceAccountRequest(ac *corev1ac.ServiceAccountApplyConfiguration) (*applyRequest, error) {
-	return newApplyRequest("ServiceAccount", ac, &corev1.ServiceAccount{}, func(o *corev1.ServiceAccount, m string) (any, error) {
+	return newApplyRequest("ServiceAccount", ac, func() *corev1.ServiceAccount { return &corev1.ServiceAccount{} }, func(o *corev1.ServiceAccount, m string) (any, error) {
 		return corev1ac.ExtractServiceAccount(o, m)
 	})
 }
 
 func pdbRequest(ac *policyv1ac.PodDisruptionBudgetApplyConfiguration) (*applyRequest, error) {
-	return newApplyRequest("PodDisruptionBudget", ac, &policyv1.PodDisruptionBudget{}, func(o *policyv1.PodDisruptionBudget, m string) (any, error) {
+	return newApplyRequest("PodDisruptionBudget", ac, func() *policyv1.PodDisruptionBudget { return &policyv1.PodDisruptionBudget{} }, func(o *policyv1.PodDisruptionBudget, m string) (any, error) {
 		return policyv1ac.ExtractPodDisruptionBudget(o, m)
 	})
 }
 
 func roleRequest(ac *rbacv1ac.RoleApplyConfiguration) (*applyRequest, error) {
-	return newApplyRequest("Role", ac, &rbacv1.Role{}, func(o *rbacv1.Role, m string) (any, error) {
+	return newApplyRequest("Role", ac, func() *rbacv1.Role { return &rbacv1.Role{} }, func(o *rbacv1.Role, m string) (any, error) {
 		return rbacv1ac.ExtractRole(o, m)
 	})
 }
 
 func roleBindingRequest(ac *rbacv1ac.RoleBindingApplyConfiguration) (*applyRequest, error) {
-	return newApplyRequest("RoleBinding", ac, &rbacv1.RoleBinding{}, func(o *rbacv1.RoleBinding, m string) (any, error) {
+	return newApplyRequest("RoleBinding", ac, func() *rbacv1.RoleBinding { return &rbacv1.RoleBinding{} }, func(o *rbacv1.RoleBinding, m string) (any, error) {
 		return rbacv1ac.ExtractRoleBinding(o, m)
 	})
 }
 
 func serviceRequest(ac *corev1ac.ServiceApplyConfiguration) (*applyRequest, error) {
-	return newApplyRequest("Service", ac, &corev1.Service{}, func(o *corev1.Service, m string) (any, error) {
+	return newApplyRequest("Service", ac, func() *corev1.Service { return &corev1.Service{} }, func(o *corev1.Service, m string) (any, error) {
 		return corev1ac.ExtractService(o, m)
 	})
 }
 
 func configMapRequest(ac *corev1ac.ConfigMapApplyConfiguration) (*applyRequest, error) {
-	return newApplyRequest("ConfigMap", ac, &corev1.ConfigMap{}, func(o *corev1.ConfigMap, m string) (any, error) {
+	return newApplyRequest("ConfigMap", ac, func() *corev1.ConfigMap { return &corev1.ConfigMap{} }, func(o *corev1.ConfigMap, m string) (any, error) {
 		return corev1ac.ExtractConfigMap(o, m)
 	})
 }
 
 func statefulSetRequest(ac *appsv1ac.StatefulSetApplyConfiguration) (*applyRequest, error) {
-	return newApplyRequest("StatefulSet", ac, &appsv1.StatefulSet{}, func(o *appsv1.StatefulSet, m string) (any, error) {
+	return newApplyRequest("StatefulSet", ac, func() *appsv1.StatefulSet { return &appsv1.StatefulSet{} }, func(o *appsv1.StatefulSet, m string) (any, error) {
 		return appsv1ac.ExtractStatefulSet(o, m)
 	})
 }
@@ -221,14 +298,19 @@ func unstructuredRequest(kind string, obj runtime.Object) (*applyRequest, error)
 	if err != nil {
 		return nil, fmt.Errorf("marshalling %s: %w", kind, err)
 	}
-	live := &unstructured.Unstructured{}
-	live.SetGroupVersionKind(u.GroupVersionKind())
+	gvk := u.GroupVersionKind()
+	newLive := func() client.Object {
+		live := &unstructured.Unstructured{}
+		live.SetGroupVersionKind(gvk)
+		return live
+	}
 	return &applyRequest{
 		kind:        kind,
 		desired:     client.ApplyConfigurationFromUnstructured(u),
 		desiredJSON: b,
 		key:         client.ObjectKey{Namespace: u.GetNamespace(), Name: u.GetName()},
-		live:        live,
+		live:        newLive(),
+		newLive:     newLive,
 		extract: func(o client.Object, manager string) (any, error) {
 			return extractUnstructured(o.(*unstructured.Unstructured), manager)
 		},

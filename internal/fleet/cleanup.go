@@ -78,7 +78,8 @@ func cleanupMember(ctx context.Context, reader client.Reader, writer client.Clie
 	sel := client.MatchingLabels{urutauv1alpha1.LabelHubPipelineUID: string(uid)}
 	for _, list := range cleanupLists() {
 		if err := reader.List(ctx, list, client.InNamespace(ns), sel); err != nil {
-			if meta.IsNoMatchError(err) {
+			// Only ScaledObjects may not be served: a member without KEDA holds none of them.
+			if _, scaledObjects := list.(*unstructured.UnstructuredList); scaledObjects && kedaMissing(err) {
 				continue
 			}
 			return res, fmt.Errorf("listing %T in namespace %q: %w", list, ns, err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -12,16 +13,19 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -96,18 +100,25 @@ type CoordinatorReconciler struct {
 	// WaitInterval polls a departed member while its coordinator goes away.
 	WaitInterval time.Duration
 
-	applier applier
+	applier       applier
+	memberClients memberClientSet
+	hubWrites     hubWriteSet
+	// tombstonesWritten are the names of tombstones this process wrote (see deleteTombstoneIfAny).
+	tombstonesWritten sync.Map
 }
 
 // +kubebuilder:rbac:groups=urutau.io,resources=cdcpipelines,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=urutau.io,resources=cdcpipelines/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=urutau.io,resources=cdcpipelines/finalizers,verbs=update
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
-// +kubebuilder:rbac:groups=multicluster.x-k8s.io,resources=clusterprofiles,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;delete
+// Inventory entries, tombstones and the leader Lease live in the hub's own namespace only (the
+// Role generated for urutau-system; kustomize renames it with the install); events go to each
+// pipeline's namespace.
+// +kubebuilder:rbac:groups="",namespace=urutau-system,resources=secrets,verbs=get;list;watch
+// +kubebuilder:rbac:groups=multicluster.x-k8s.io,namespace=urutau-system,resources=clusterprofiles,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",namespace=urutau-system,resources=configmaps,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=urutau-system,resources=leases,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
-// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
 
 // Reconcile brings one hub CDCPipeline's members to its spec: deletion first, then the finalizer,
 // the terminal gate, validation, placement, stop-before-start, the concurrent apply, and the
@@ -130,6 +141,7 @@ func (r *CoordinatorReconciler) Reconcile(ctx context.Context, req mcreconcile.R
 		if err := r.Client.Patch(ctx, p, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}), client.FieldOwner(r.FieldManager)); err != nil {
 			return ctrl.Result{}, fmt.Errorf("adding finalizer: %w", err)
 		}
+		r.hubWrites.remember(p)
 	}
 	members, err := r.Inventory.Members(ctx)
 	if err != nil {
@@ -229,6 +241,7 @@ func (r *CoordinatorReconciler) reconcileNormal(ctx context.Context, p *urutauv1
 		if err := writeTombstone(ctx, r.Client, r.TombstoneNamespace, r.FieldManager, p, m, "placement moved away while the cluster did not answer; confirmed gone by "+urutauv1alpha1.AnnotationConfirmGone); err != nil {
 			return ctrl.Result{}, err
 		}
+		r.tombstonesWritten.Store(TombstoneName(p.UID, m), true)
 		r.event(p, corev1.EventTypeWarning, EventTombstoned, "Move",
 			"cluster %q confirmed gone while unreachable: tombstone %s/%s will clean it if it returns", m, r.TombstoneNamespace, TombstoneName(p.UID, m))
 	}
@@ -237,7 +250,7 @@ func (r *CoordinatorReconciler) reconcileNormal(ctx context.Context, p *urutauv1
 	additions := sets.New(plan.Apply...).Difference(inv)
 	if additions.Len() > 0 {
 		for _, m := range sets.List(additions) {
-			if err := deleteTombstone(ctx, r.Client, r.TombstoneNamespace, p.UID, m); err != nil {
+			if err := r.deleteTombstoneIfAny(ctx, p.UID, m); err != nil {
 				return ctrl.Result{}, err
 			}
 		}
@@ -346,6 +359,7 @@ func (r *CoordinatorReconciler) reconcileDelete(ctx context.Context, p *urutauv1
 			if err := writeTombstone(ctx, r.Client, r.TombstoneNamespace, r.FieldManager, p, m, reason); err != nil {
 				return ctrl.Result{}, err
 			}
+			r.tombstonesWritten.Store(TombstoneName(p.UID, m), true)
 			r.event(p, corev1.EventTypeWarning, EventTombstoned, "Delete",
 				"cluster %q not emptied within %s: tombstone %s/%s will clean it when it answers", m, r.TombstoneGrace, r.TombstoneNamespace, TombstoneName(p.UID, m))
 			continue
@@ -378,6 +392,27 @@ func (r *CoordinatorReconciler) reconcileDelete(ctx context.Context, p *urutauv1
 	return ctrl.Result{RequeueAfter: after}, nil
 }
 
+// deleteTombstoneIfAny deletes the tombstone of pipeline uid in member when there may be one:
+// when the hub's cache of tombstones holds it, or when this process wrote it (the cache may not
+// show it yet). A member added to a pipeline almost never has a tombstone, and this spares the
+// DELETE request that used to precede the first apply to every member. (Were one ever missed, the
+// TombstoneReconciler does not replay a tombstone while the pipeline lists its member.)
+func (r *CoordinatorReconciler) deleteTombstoneIfAny(ctx context.Context, uid types.UID, member string) error {
+	name := TombstoneName(uid, member)
+	if _, wrote := r.tombstonesWritten.Load(name); !wrote {
+		cm := &corev1.ConfigMap{}
+		err := r.Client.Get(ctx, client.ObjectKey{Namespace: r.TombstoneNamespace, Name: name}, cm)
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+	}
+	if err := deleteTombstone(ctx, r.Client, r.TombstoneNamespace, uid, member); err != nil {
+		return err
+	}
+	r.tombstonesWritten.Delete(name)
+	return nil
+}
+
 // patchStatus merge-patches the hub status from orig to p, only when it changed (idle is
 // quiet). The merge patch carries only what we changed, so fields others write (phase, runId)
 // are not clobbered; lock adds a resourceVersion precondition where acting on a stale object
@@ -393,6 +428,7 @@ func (r *CoordinatorReconciler) patchStatus(ctx context.Context, orig, p *urutau
 	if err := r.Client.Status().Patch(ctx, p, client.MergeFromWithOptions(orig, opts...), client.FieldOwner(r.FieldManager)); err != nil {
 		return fmt.Errorf("patching status: %w", err)
 	}
+	r.hubWrites.remember(p)
 	return nil
 }
 
@@ -402,14 +438,22 @@ func (r *CoordinatorReconciler) emitEvents(p, orig *urutauv1alpha1.CDCPipeline, 
 	for _, c := range orig.Status.Clusters {
 		prev[c.Name] = c
 	}
+	// One Applied event per reconcile, naming every member written: events of one object with
+	// the same reason and action are merged by client-go into a series that keeps the first
+	// note only, and concurrent ones race (the series patch 404s, the retry lands 10 s later, a
+	// write long after the reconcile is over).
+	var applied []string
 	for _, m := range sets.List(sets.KeySet(results)) {
 		res := results[m]
 		if res.wrote > 0 {
-			r.event(p, corev1.EventTypeNormal, EventApplied, "Apply", "applied %d object(s) to cluster %q with field manager %q", res.wrote, m, FieldManagerFor(r.FieldManager, m))
+			applied = append(applied, fmt.Sprintf("%d object(s) to cluster %q with field manager %q", res.wrote, m, FieldManagerFor(r.FieldManager, m)))
 		}
 		if c, ok := prev[m]; res.eventReason != "" && (!ok || c.Phase != res.obs.Phase || c.Message != res.obs.Message) {
 			r.event(p, corev1.EventTypeWarning, res.eventReason, "Apply", "cluster %q: %s", m, res.eventMessage)
 		}
+	}
+	if len(applied) > 0 {
+		r.event(p, corev1.EventTypeNormal, EventApplied, "Apply", "applied %s", strings.Join(applied, "; "))
 	}
 	for _, m := range plan.Drop {
 		if d, ok := dep[m]; ok && d.state == DepartedEmpty {
@@ -510,8 +554,82 @@ func mapMemberObject(_ context.Context, o client.Object) []mcreconcile.Request {
 	}}
 }
 
-func memberEventHandler(multicluster.ClusterName, cluster.Cluster) handler.TypedEventHandler[client.Object, mcreconcile.Request] {
-	return mchandler.TypedEnqueueRequestsFromMapFuncWithClusterPreservation[client.Object, mcreconcile.Request](mapMemberObject)
+// memberEventHandler maps member events to the hub pipeline, except the echoes of our own
+// applies: an object whose resourceVersion is the one our last apply to it returned holds exactly
+// what we wrote, and reconciling it again would find nothing to do. Without this, every object
+// applied came back as one more reconcile of its pipeline (8 per member per pipeline), which kept
+// the workers busy with no-ops while other pipelines waited for their first apply. Anything
+// else, a foreign edit, a deletion, a status change, is not an echo and is reconciled.
+func (r *CoordinatorReconciler) memberEventHandler(name multicluster.ClusterName, _ cluster.Cluster) handler.TypedEventHandler[client.Object, mcreconcile.Request] {
+	member := string(name)
+	enqueue := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[mcreconcile.Request], objs ...client.Object) {
+		for _, o := range objs {
+			for _, req := range mapMemberObject(ctx, o) {
+				q.Add(req)
+			}
+		}
+	}
+	return handler.TypedFuncs[client.Object, mcreconcile.Request]{
+		CreateFunc: func(ctx context.Context, e event.TypedCreateEvent[client.Object], q workqueue.TypedRateLimitingInterface[mcreconcile.Request]) {
+			if !r.applier.isEcho(member, e.Object) {
+				enqueue(ctx, q, e.Object)
+			}
+		},
+		UpdateFunc: func(ctx context.Context, e event.TypedUpdateEvent[client.Object], q workqueue.TypedRateLimitingInterface[mcreconcile.Request]) {
+			if !r.applier.isEcho(member, e.ObjectNew) {
+				enqueue(ctx, q, e.ObjectOld, e.ObjectNew)
+			}
+		},
+		DeleteFunc: func(ctx context.Context, e event.TypedDeleteEvent[client.Object], q workqueue.TypedRateLimitingInterface[mcreconcile.Request]) {
+			enqueue(ctx, q, e.Object)
+		},
+		GenericFunc: func(ctx context.Context, e event.TypedGenericEvent[client.Object], q workqueue.TypedRateLimitingInterface[mcreconcile.Request]) {
+			enqueue(ctx, q, e.Object)
+		},
+	}
+}
+
+// hubWriteSet remembers the resourceVersion of our last write to each CDCPipeline (finalizer,
+// status), so that its echo in the hub watch is not reconciled again: each status patch used to
+// trigger one more no-op reconcile of its pipeline. Writes by anyone else (a spec change, a
+// person setting status.terminated) carry another resourceVersion and are reconciled.
+type hubWriteSet struct {
+	mu sync.Mutex
+	rv map[types.NamespacedName]string
+}
+
+func (h *hubWriteSet) remember(p *urutauv1alpha1.CDCPipeline) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.rv == nil {
+		h.rv = map[types.NamespacedName]string{}
+	}
+	h.rv[client.ObjectKeyFromObject(p)] = p.ResourceVersion
+}
+
+func (h *hubWriteSet) isEcho(o client.Object) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	rv, ok := h.rv[client.ObjectKeyFromObject(o)]
+	return ok && rv != "" && rv == o.GetResourceVersion()
+}
+
+// forget drops a deleted pipeline.
+func (h *hubWriteSet) forget(o client.Object) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.rv, client.ObjectKeyFromObject(o))
+}
+
+// notOurEcho filters the hub watch of CDCPipelines (see hubWriteSet).
+func (r *CoordinatorReconciler) notOurEcho() predicate.Predicate {
+	return predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool { return !r.hubWrites.isEcho(e.ObjectNew) },
+		DeleteFunc: func(e event.DeleteEvent) bool {
+			r.hubWrites.forget(e.Object)
+			return true
+		},
+	}
 }
 
 // inventoryEventHandler re-places every pipeline when a member joins, leaves or is relabelled.
@@ -578,12 +696,13 @@ func (r *CoordinatorReconciler) SetupWithManager(mgr mcmanager.Manager) error {
 		Named(ControllerName).
 		For(&urutauv1alpha1.CDCPipeline{},
 			mcbuilder.WithEngageWithLocalCluster(true),
-			mcbuilder.WithEngageWithProviderClusters(false)).
+			mcbuilder.WithEngageWithProviderClusters(false),
+			mcbuilder.WithPredicates(r.notOurEcho())).
 		// A member the provider has not engaged yet must be retried, not dropped.
 		WithClusterNotFoundWrapper(false).
 		WithOptions(mccontroller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles})
 	for _, obj := range memberWatchedKinds() {
-		b = b.Watches(obj, memberEventHandler,
+		b = b.Watches(obj, r.memberEventHandler,
 			mcbuilder.WithEngageWithLocalCluster(false),
 			mcbuilder.WithEngageWithProviderClusters(true))
 	}

@@ -171,7 +171,7 @@ func markReady(ctx context.Context, m *testenv.Cluster, ns, pipeline string) {
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(sts).NotTo(BeNil())
 		orig := sts.DeepCopy()
-		sts.Status.Replicas, sts.Status.ReadyReplicas, sts.Status.AvailableReplicas = 1, 1, 1
+		sts.Status.Replicas, sts.Status.ReadyReplicas, sts.Status.AvailableReplicas, sts.Status.UpdatedReplicas = 1, 1, 1, 1
 		sts.Status.ObservedGeneration = sts.Generation
 		g.Expect(m.Client.Status().Patch(ctx, sts, client.MergeFrom(orig))).To(Succeed())
 	}).Should(Succeed())

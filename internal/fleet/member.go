@@ -101,9 +101,11 @@ func (r *CoordinatorReconciler) applyMember(ctx context.Context, p *urutauv1alph
 	defer func() { memberDuration.WithLabelValues(m.Name).Observe(time.Since(start).Seconds()) }()
 	log := ctrl.LoggerFrom(ctx).WithValues("cluster", m.Name)
 
-	cl, err := r.Manager.GetCluster(ctx, mcNameOf(m.Name))
+	cl, err := r.engagedCluster(ctx, m.Name)
 	if err != nil {
-		res.fail(fmt.Errorf("cluster %q is not engaged yet: %w", m.Name, err))
+		// Say what it means for a person: the usual cause of a member that never engages is its
+		// inventory entry (found by test/faults with a garbage kubeconfig Secret).
+		res.fail(fmt.Errorf("the hub has no connection to cluster %q: its kubeconfig Secret or ClusterProfile gives no working client, or the cluster did not answer when the hub connected (the hub's log says which): %w", m.Name, err))
 		return res
 	}
 	w, err := coordinator.Render(p, r.settingsFor(p, m))
@@ -116,10 +118,16 @@ func (r *CoordinatorReconciler) applyMember(ctx context.Context, p *urutauv1alph
 		return res
 	}
 	manager := FieldManagerFor(r.FieldManager, m.Name)
-	// Every decision reads the member live, not its cache: a cache that lags (a member that just
-	// came back has informers still in backoff) would turn no-ops into writes, and a dead member
-	// must show as unreachable rather than as stale success. The cache serves the watches.
-	live, writer := cl.GetAPIReader(), cl.GetClient()
+	mc, err := r.memberClients.get(m.Name, cl)
+	if err != nil {
+		res.fail(err)
+		return res
+	}
+	// Our objects are read from the member's cache (the applier confirms live before it writes
+	// an object it applied before, so a lagging cache never turns a no-op into a write). Secrets
+	// and ScaledObjects are read live; the ScaledObject list is made on every reconcile, so a dead
+	// member still shows as unreachable rather than as stale success.
+	cached, live, writer := mc.cached, mc.live, mc.cached
 
 	var reqs []*applyRequest
 	for _, build := range []func() (*applyRequest, error){
@@ -139,7 +147,7 @@ func (r *CoordinatorReconciler) applyMember(ctx context.Context, p *urutauv1alph
 		reqs = append(reqs, req)
 	}
 	for _, req := range reqs {
-		wrote, err := r.applier.apply(ctx, live, writer, m.Name, manager, req)
+		wrote, err := r.applier.apply(ctx, cached, live, writer, m.Name, manager, req)
 		if err != nil {
 			res.fail(err)
 			return res
@@ -180,18 +188,24 @@ func (r *CoordinatorReconciler) applyMember(ctx context.Context, p *urutauv1alph
 		res.fail(err)
 		return res
 	}
-	wrote, err := r.applier.apply(ctx, live, writer, m.Name, manager, sts)
+	wrote, err := r.applier.apply(ctx, cached, live, writer, m.Name, manager, sts)
 	if err != nil {
 		res.fail(err)
 		return res
 	}
+	// Just written, the StatefulSet's status still describes the previous template: the member is
+	// Applied until its controller reports the new one ready (the write's own watch event brings
+	// the hub back to look).
+	coordinatorIsReady := false
 	if wrote {
 		res.wrote++
 		if ac, ok := sts.desired.(*appsv1ac.StatefulSetApplyConfiguration); ok && ac.Status != nil && ac.Status.ReadyReplicas != nil {
 			res.obs.ReadyReplicas = *ac.Status.ReadyReplicas
 		}
 	} else {
-		res.obs.ReadyReplicas = sts.live.(*appsv1.StatefulSet).Status.ReadyReplicas
+		live := sts.live.(*appsv1.StatefulSet)
+		res.obs.ReadyReplicas = live.Status.ReadyReplicas
+		coordinatorIsReady = coordinatorReady(live)
 	}
 
 	kedaMsg, n, err := r.applyScaledObjects(ctx, live, writer, p, m.Name, manager, w)
@@ -203,7 +217,7 @@ func (r *CoordinatorReconciler) applyMember(ctx context.Context, p *urutauv1alph
 
 	res.obs.AppliedGeneration = p.Generation
 	res.obs.Phase = urutauv1alpha1.ClusterApplied
-	if res.obs.ReadyReplicas >= 1 {
+	if coordinatorIsReady {
 		res.obs.Phase = urutauv1alpha1.ClusterReady
 	}
 	res.obs.Message = kedaMsg
@@ -225,9 +239,9 @@ func (r *CoordinatorReconciler) applyScaledObjects(ctx context.Context, live cli
 		if err != nil {
 			return "", wrote, err
 		}
-		ok, err := r.applier.apply(ctx, live, writer, member, manager, req)
+		ok, err := r.applier.apply(ctx, live, live, writer, member, manager, req)
 		if err != nil {
-			if meta.IsNoMatchError(err) {
+			if kedaMissing(err) {
 				return noKEDA, wrote, nil
 			}
 			return "", wrote, err
@@ -239,7 +253,7 @@ func (r *CoordinatorReconciler) applyScaledObjects(ctx context.Context, live cli
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(scaledObjectListGVK)
 	if err := live.List(ctx, list, client.InNamespace(p.Namespace), client.MatchingLabels{urutauv1alpha1.LabelHubPipelineUID: string(p.UID)}); err != nil {
-		if meta.IsNoMatchError(err) {
+		if kedaMissing(err) {
 			if len(w.ScaledObjects) > 0 {
 				return noKEDA, wrote, nil
 			}
@@ -274,12 +288,17 @@ type departedResult struct {
 func (r *CoordinatorReconciler) cleanMember(ctx context.Context, p *urutauv1alpha1.CDCPipeline, member string) departedResult {
 	start := time.Now()
 	defer func() { memberDuration.WithLabelValues(member).Observe(time.Since(start).Seconds()) }()
-	cl, err := r.Manager.GetCluster(ctx, mcNameOf(member))
+	cl, err := r.engagedCluster(ctx, member)
 	if err != nil {
 		memberErrors.WithLabelValues(member, "unreachable").Inc()
 		return departedResult{state: DepartedUnreachable, message: "cluster is not engaged: " + err.Error()}
 	}
-	res, err := cleanupMember(ctx, cl.GetAPIReader(), cl.GetClient(), p.Namespace, p.UID, p.Name)
+	mc, err := r.memberClients.get(member, cl)
+	if err != nil {
+		memberErrors.WithLabelValues(member, "error").Inc()
+		return departedResult{state: DepartedHolding, message: err.Error(), err: err}
+	}
+	res, err := cleanupMember(ctx, mc.live, mc.cached, p.Namespace, p.UID, p.Name)
 	switch {
 	case isUnreachable(err):
 		memberErrors.WithLabelValues(member, "unreachable").Inc()
@@ -320,3 +339,21 @@ func nowRFC3339() string { return time.Now().UTC().Format(time.RFC3339) }
 // statusNow is a status timestamp; whole seconds, as the API server stores them, so a value
 // read back compares equal.
 func statusNow() metav1.Time { return metav1.Now().Rfc3339Copy() }
+
+// coordinatorReady tells whether the coordinator StatefulSet runs a ready pod of its current
+// template: its controller has observed the latest spec and the updated pod is ready. A
+// StatefulSet not yet observed still reports the readiness of the old pods.
+func coordinatorReady(sts *appsv1.StatefulSet) bool {
+	st := sts.Status
+	if st.ObservedGeneration < sts.Generation || st.ReadyReplicas < 1 || st.UpdatedReplicas < 1 {
+		return false
+	}
+	return st.UpdateRevision == "" || st.CurrentRevision == "" || st.UpdateRevision == st.CurrentRevision
+}
+
+// kedaMissing tells whether err says the member serves no ScaledObjects. Where the client has not
+// mapped the kind yet that is a NoMatch error; where the CRD was removed after it was mapped, the
+// API server answers 404 to the apply (which would otherwise create the object) and to the list.
+func kedaMissing(err error) bool {
+	return meta.IsNoMatchError(err) || apierrors.IsNotFound(err)
+}
