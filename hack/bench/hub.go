@@ -1,0 +1,105 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// hubProcess is cmd/hub running as a child process, so its memory is its own.
+type hubProcess struct {
+	cmd    *exec.Cmd
+	logf   *os.File
+	exited chan struct{}
+}
+
+// startHub runs the hub binary against the hub API server. The kubeconfig is passed in
+// $KUBECONFIG, the way a hub in a pod gets its in-cluster config: through controller-runtime's
+// config loader (client-side rate limiting off, relying on API priority and fairness), which is
+// what production runs. (--kubeconfig=PATH loads the file with client-go's defaults instead: see
+// docs/benchmarks.md.)
+func startHub(bin, kubeconfig, logPath string, args ...string) (*hubProcess, error) {
+	f, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
+	cmd.Stdout, cmd.Stderr = f, f
+	if err := cmd.Start(); err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	h := &hubProcess{cmd: cmd, logf: f, exited: make(chan struct{})}
+	go func() {
+		_ = cmd.Wait()
+		close(h.exited)
+	}()
+	return h, nil
+}
+
+// waitEngaged waits until the hub has engaged n members (the kubeconfig provider logs "Cluster
+// cache is ready" once per member) and its controller runs workers.
+func (h *hubProcess) waitEngaged(ctx context.Context, n int, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		select {
+		case <-h.exited:
+			return fmt.Errorf("hub exited: see %s", h.logf.Name())
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+		b, err := os.ReadFile(h.logf.Name())
+		if err != nil {
+			return err
+		}
+		if bytes.Count(b, []byte("Cluster cache is ready")) >= n && bytes.Contains(b, []byte("Starting workers")) {
+			return nil
+		}
+	}
+	return fmt.Errorf("hub did not engage %d members within %s: see %s", n, timeout, h.logf.Name())
+}
+
+// memory reads VmRSS and VmHWM (peak RSS) of the hub, in KiB.
+func (h *hubProcess) memory() (rss, hwm int64, err error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", h.cmd.Process.Pid))
+	if err != nil {
+		return 0, 0, err
+	}
+	defer func() { _ = f.Close() }()
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		fields := strings.Fields(s.Text())
+		if len(fields) < 2 {
+			continue
+		}
+		v, _ := strconv.ParseInt(fields[1], 10, 64)
+		switch fields[0] {
+		case "VmRSS:":
+			rss = v
+		case "VmHWM:":
+			hwm = v
+		}
+	}
+	return rss, hwm, s.Err()
+}
+
+// stop sends SIGTERM, then SIGKILL after 10 s.
+func (h *hubProcess) stop() {
+	defer func() { _ = h.logf.Close() }()
+	_ = h.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-h.exited:
+	case <-time.After(10 * time.Second):
+		_ = h.cmd.Process.Kill()
+		<-h.exited
+	}
+}
