@@ -53,7 +53,7 @@ const (
 	DefaultMemberTimeout = 10 * time.Second
 	// DefaultTombstoneGrace is how long a deleted pipeline waits for a member to be emptied
 	// before recording a tombstone and letting the CR go.
-	DefaultTombstoneGrace = 5 * time.Minute
+	DefaultTombstoneGrace = 2 * time.Minute
 	// DefaultRetryInterval retries missing Secrets, unreachable members and blocked moves.
 	DefaultRetryInterval = 30 * time.Second
 	// DefaultWaitInterval polls a departed member until its coordinator pods are gone.
@@ -171,8 +171,11 @@ func (r *CoordinatorReconciler) terminalGate(ctx context.Context, p, orig *uruta
 	}
 	nt := t.DeepCopy()
 	if nt.ObservedGeneration == 0 {
-		// A person set it without a generation: it applies to the current one.
+		// A person set it without a generation: it applies to the current one. Said once, when
+		// the hub first sees it (hub-set terminations have their own event).
 		nt.ObservedGeneration = p.Generation
+		r.event(p, corev1.EventTypeWarning, EventTerminated, "Reconcile",
+			"terminated (%s): no member is written until status.terminated is removed or the spec changes", nt.Reason)
 	}
 	selected, _ := SelectMembers(p, members)
 	shown := sets.New(selected...).Insert(p.Status.Inventory...)
