@@ -23,6 +23,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -161,9 +162,29 @@ func (c *Cluster) Stop() error {
 	defer c.mu.Unlock()
 	if c.apiServerStopped {
 		// envtest would try to stop the API server again; only etcd is left.
-		return c.env.ControlPlane.Etcd.Stop()
+		return ignoreStopTimeouts(c.env.ControlPlane.Etcd.Stop())
 	}
-	return c.env.Stop()
+	return ignoreStopTimeouts(c.env.Stop())
+}
+
+// ignoreStopTimeouts drops envtest's "timeout waiting for process X to stop": it has then sent
+// SIGKILL, and it stops etcd after the API server either way. A loaded machine (a cold CI run)
+// takes longer than ControlPlaneStopTimeout to stop gracefully; that is no test failure.
+func ignoreStopTimeouts(err error) error {
+	var agg utilerrors.Aggregate
+	if !errors.As(err, &agg) {
+		if err != nil && strings.Contains(err.Error(), "timeout waiting for process") {
+			return nil
+		}
+		return err
+	}
+	var rest []error
+	for _, e := range agg.Errors() {
+		if !strings.Contains(e.Error(), "timeout waiting for process") {
+			rest = append(rest, e)
+		}
+	}
+	return utilerrors.NewAggregate(rest)
 }
 
 // StopAPIServer stops the API server process; etcd and its data stay, so StartAPIServer brings

@@ -1,11 +1,14 @@
 package testenv
 
 import (
+	"errors"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -88,5 +91,22 @@ func TestStartStopRestart(t *testing.T) {
 	}
 	if _, err := clusters[1].Kubeconfig(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestIgnoreStopTimeouts(t *testing.T) {
+	timeout := errors.New("timeout waiting for process kube-apiserver to stop")
+	other := errors.New("unable to signal for process etcd to stop")
+	if err := ignoreStopTimeouts(utilerrors.NewAggregate([]error{timeout})); err != nil {
+		t.Errorf("a stop timeout alone: got %v, want nil", err)
+	}
+	if err := ignoreStopTimeouts(timeout); err != nil {
+		t.Errorf("a bare stop timeout: got %v, want nil", err)
+	}
+	if err := ignoreStopTimeouts(utilerrors.NewAggregate([]error{timeout, other})); err == nil || !strings.Contains(err.Error(), "unable to signal") {
+		t.Errorf("a real error next to a timeout: got %v, want it kept", err)
+	}
+	if err := ignoreStopTimeouts(nil); err != nil {
+		t.Errorf("nil: got %v", err)
 	}
 }
