@@ -485,14 +485,14 @@ var _ = Describe("CoordinatorReconciler", func() {
 		time.Sleep(30 * time.Second)
 		for _, n := range []string{"a", "b", "c"} {
 			after, afterAll := memberWrites(ctx, members[n])
-			d := delta(before[n], after)
+			d := testenv.Delta(before[n], after)
 			figure("idle 30 s, member %s: %d write requests for our kinds %v (all writes incl. the API server's own: %v)",
-				n, total(d), d, delta(beforeAll[n], afterAll))
+				n, testenv.Total(d), d, testenv.Delta(beforeAll[n], afterAll))
 			Expect(d).To(BeEmpty(), "writes to member %s while idle", n)
 		}
 		hubAfter, err := hub.WriteRequestsByResource(ctx)
 		Expect(err).NotTo(HaveOccurred())
-		hd := delta(hubBefore, hubAfter)
+		hd := testenv.Delta(hubBefore, hubAfter)
 		figure("idle 30 s, hub: cdcpipelines writes %d (all hub writes: %v)", hd["PATCH cdcpipelines/status"]+hd["PUT cdcpipelines/status"]+hd["PATCH cdcpipelines"], hd)
 		pAfter := getPipeline(Default, ctx, client.ObjectKeyFromObject(p))
 		Expect(pAfter.ResourceVersion).To(Equal(pBefore.ResourceVersion), "the hub status churned while idle")
@@ -544,22 +544,4 @@ func (e *eventsList) reasons() []string {
 		out = append(out, ev.Reason)
 	}
 	return out
-}
-
-func delta(before, after map[string]int) map[string]int {
-	d := map[string]int{}
-	for k, v := range after {
-		if v != before[k] {
-			d[k] = v - before[k]
-		}
-	}
-	return d
-}
-
-func total(m map[string]int) int {
-	n := 0
-	for _, v := range m {
-		n += v
-	}
-	return n
 }

@@ -155,12 +155,12 @@ var _ = Describe("CDCPipeline admission against a real API server", func() {
 	})
 
 	It("returns admission warnings to API clients", func(ctx SpecContext) {
-		warnings.take()
+		warnings.Take()
 		p := fresh(ns, "two-members", clusters("east", "west"),
 			selector(&metav1.LabelSelector{MatchLabels: map[string]string{"region": "eu"}}),
 			override(urutauv1alpha1.ClusterOverride{Clusters: []string{"eu-9"}, LogLevel: "debug"}))
 		Expect(warned.Create(ctx, p)).To(Succeed())
-		w := warnings.take()
+		w := warnings.Take()
 		Expect(w).To(ContainElement(ContainSubstring("one reader per replication identity")))
 		Expect(w).To(ContainElement(ContainSubstring(`cluster "eu-9" is not in spec.placement.clusters`)))
 	})

@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,6 +20,7 @@ import (
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
+	"github.com/urutau-io/fleet/internal/testenv"
 )
 
 // The envtest suite: a real kube-apiserver and etcd with the CRD from config/hub/crd/bases and the
@@ -32,7 +32,7 @@ var (
 	k8sClient client.Client
 	// warned is a client that records the admission warnings the API server returns.
 	warned   client.Client
-	warnings = &warningRecorder{}
+	warnings = &testenv.WarningRecorder{}
 	scheme   = runtime.NewScheme()
 	stopMgr  context.CancelFunc
 )
@@ -111,27 +111,3 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 		return mgr.GetWebhookServer().StartedChecker()(nil)
 	}).WithContext(ctx).WithTimeout(30 * time.Second).Should(Succeed())
 }, NodeTimeout(3*time.Minute))
-
-// warningRecorder keeps the warning headers the API server sends.
-type warningRecorder struct {
-	mu   sync.Mutex
-	seen []string
-}
-
-func (w *warningRecorder) HandleWarningHeaderWithContext(_ context.Context, code int, _ string, text string) {
-	if code != 299 || text == "" {
-		return
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.seen = append(w.seen, text)
-}
-
-// take returns the warnings seen since the last take.
-func (w *warningRecorder) take() []string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	out := w.seen
-	w.seen = nil
-	return out
-}

@@ -24,6 +24,7 @@ import (
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
 	"github.com/urutau-io/fleet/internal/fleet"
 	"github.com/urutau-io/fleet/internal/localfleet"
+	"github.com/urutau-io/fleet/internal/testenv"
 )
 
 var _ = Describe("the hub under faults", Ordered, func() {
@@ -184,7 +185,7 @@ var _ = Describe("the hub under faults", Ordered, func() {
 		}
 		time.Sleep(10 * time.Second)
 		for _, m := range []string{memberA, memberB} {
-			Expect(delta(quietFrom[m], requests(ctx, m, applies))).To(BeEmpty(), "APPLY to %s while idle", m)
+			Expect(testenv.Delta(quietFrom[m], requests(ctx, m, applies))).To(BeEmpty(), "APPLY to %s while idle", m)
 		}
 
 		deleteAll(ctx, ps, 60*time.Second)
@@ -327,13 +328,13 @@ var _ = Describe("the hub under faults", Ordered, func() {
 		By("no hot loop: counting the hub's writes to the hub over 20 s")
 		hubBefore := requests(ctx, "hub", hubWrites)
 		time.Sleep(20 * time.Second)
-		idle := delta(hubBefore, requests(ctx, "hub", hubWrites))
+		idle := testenv.Delta(hubBefore, requests(ctx, "hub", hubWrites))
 		logf("hub API server writes in 20 s with two bad members: %s", fmtCounts(idle))
 		// The hub retries an unreachable member every 30 s and writes status only when it
 		// changes; the messages are stable, so at most one status write in 20 s (the retry may
 		// land in the window and refresh a message that carries an error detail).
 		Expect(idle["PATCH cdcpipelines/status"]).To(BeNumerically("<=", 1))
-		Expect(total(idle)).To(BeNumerically("<=", 3), "hub writes while nothing changes")
+		Expect(testenv.Total(idle)).To(BeNumerically("<=", 3), "hub writes while nothing changes")
 		Expect(lf.HubRunning()).To(BeTrue())
 
 		By("the hub restarting with the bad Secrets in place")
@@ -426,16 +427,16 @@ var _ = Describe("the hub under faults", Ordered, func() {
 		f0 := refused(ctx, phys)
 		h0 := requests(ctx, "hub", hubWrites)
 		time.Sleep(20 * time.Second)
-		f1 := delta(f0, refused(ctx, phys))
-		h1 := delta(h0, requests(ctx, "hub", hubWrites))
+		f1 := testenv.Delta(f0, refused(ctx, phys))
+		h1 := testenv.Delta(h0, requests(ctx, "hub", hubWrites))
 		logf("until the status showed it: %d forbidden requests at member-b; then in 20 s: %d forbidden %s; hub writes %s",
-			total(delta(forbiddenBefore, f0)), total(f1), fmtCounts(f1), fmtCounts(h1))
-		Expect(total(delta(forbiddenBefore, f0))).To(BeNumerically(">", 0), "member-b's metrics show no refused request: the count below would prove nothing")
+			testenv.Total(testenv.Delta(forbiddenBefore, f0)), testenv.Total(f1), fmtCounts(f1), fmtCounts(h1))
+		Expect(testenv.Total(testenv.Delta(forbiddenBefore, f0))).To(BeNumerically(">", 0), "member-b's metrics show no refused request: the count below would prove nothing")
 		// Bound: the reconcile that fails is retried with the controller's exponential backoff
 		// (5 ms doubling) and nothing else calls the member, so the requests refused in a 20 s
 		// window late in that backoff stay in single digits; 20 leaves room for the member
 		// cache's informers relisting (each backs off too).
-		Expect(total(f1)).To(BeNumerically("<=", 20), "requests refused by member-b in 20 s")
+		Expect(testenv.Total(f1)).To(BeNumerically("<=", 20), "requests refused by member-b in 20 s")
 		Expect(h1["PATCH cdcpipelines/status"]).To(BeNumerically("<=", 1))
 
 		By("restoring the binding: the member recovers")

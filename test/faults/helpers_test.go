@@ -29,6 +29,7 @@ import (
 	"github.com/urutau-io/fleet/internal/coordinator"
 	"github.com/urutau-io/fleet/internal/fleet"
 	"github.com/urutau-io/fleet/internal/localfleet"
+	"github.com/urutau-io/fleet/internal/testenv"
 )
 
 // pipeline is a minimal MySQL pipeline in ns placed on the given members.
@@ -320,25 +321,6 @@ func writes(l map[string]string) string {
 	return ""
 }
 
-// delta is after - before per key, keeping keys that moved.
-func delta(before, after map[string]int) map[string]int {
-	d := map[string]int{}
-	for k, v := range after {
-		if v != before[k] {
-			d[k] = v - before[k]
-		}
-	}
-	return d
-}
-
-func total(m map[string]int) int {
-	n := 0
-	for _, v := range m {
-		n += v
-	}
-	return n
-}
-
 // apiMetrics reads the raw /metrics of the named cluster's API server with its admin kubeconfig.
 func apiMetrics(ctx context.Context, cluster string) ([]byte, error) {
 	kc := ""
@@ -365,7 +347,7 @@ func apiMetrics(ctx context.Context, cluster string) ([]byte, error) {
 // (per resource) stay within perObject applies for each object of n pipelines.
 func expectAppliesBounded(ctx context.Context, phys string, before map[string]int, n, perObject int) map[string]int {
 	GinkgoHelper()
-	d := delta(before, requests(ctx, phys, applies))
+	d := testenv.Delta(before, requests(ctx, phys, applies))
 	for kind, per := range perPipeline {
 		Expect(d[kind]).To(BeNumerically("<=", perObject*per*n),
 			"%s: %d APPLY on %s for %d object(s): more than %d per object", phys, d[kind], kind, per*n, perObject)

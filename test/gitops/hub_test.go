@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -40,7 +39,7 @@ const fieldOwner = client.FieldOwner("kustomize-controller")
 // testenv.Start installs no webhook, hence this environment of its own.
 type hub struct {
 	client     client.Client
-	warnings   *warningRecorder
+	warnings   *testenv.WarningRecorder
 	kubeconfig string
 }
 
@@ -105,7 +104,7 @@ func startHub(t *testing.T) *hub {
 		time.Sleep(100 * time.Millisecond)
 	}
 
-	h := &hub{warnings: &warningRecorder{}}
+	h := &hub{warnings: &testenv.WarningRecorder{}}
 	wcfg := rest.CopyConfig(cfg)
 	wcfg.WarningHandler = nil
 	wcfg.WarningHandlerWithContext = h.warnings
@@ -135,29 +134,6 @@ func (h *hub) kubectl(args ...string) (string, error) {
 	return stdout.String(), nil
 }
 
-// warningRecorder keeps the admission warnings the API server sends back.
-type warningRecorder struct {
-	mu   sync.Mutex
-	seen []string
-}
-
-func (w *warningRecorder) HandleWarningHeaderWithContext(_ context.Context, code int, _ string, text string) {
-	if code != 299 || text == "" {
-		return
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.seen = append(w.seen, text)
-}
-
-func (w *warningRecorder) take() []string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	out := w.seen
-	w.seen = nil
-	return out
-}
-
 // TestGitOpsOnARealHub applies what the GitOps tools would apply to a real hub API server with
 // the CRD and the admission webhook, and reads the results the way the tools do.
 func TestGitOpsOnARealHub(t *testing.T) {
@@ -184,11 +160,11 @@ func testOverlaysOnHub(t *testing.T, h *hub) {
 			}
 			assertWarnings(t, "validator", warns, o.warnings)
 
-			h.warnings.take()
+			h.warnings.Take()
 			if err := h.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(o.obj.DeepCopy()), fieldOwner, client.ForceOwnership); err != nil {
 				t.Fatalf("the hub rejects it: %v", err)
 			}
-			assertWarnings(t, "API server", h.warnings.take(), o.warnings)
+			assertWarnings(t, "API server", h.warnings.Take(), o.warnings)
 
 			got := &unstructured.Unstructured{}
 			got.SetGroupVersionKind(o.obj.GroupVersionKind())

@@ -3,11 +3,8 @@ package integration
 import (
 	"fmt"
 	"slices"
-	"strings"
 	"testing"
-	"time"
 
-	authorizationv1 "k8s.io/api/authorization/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -94,10 +91,6 @@ func TestHubConfigApplies(t *testing.T) {
 func checkHubIdentity(t *testing.T, c *testenv.Cluster) {
 	t.Helper()
 	const ns = "urutau-system"
-	user := "system:serviceaccount:" + ns + ":urutau-fleet-hub"
-	type access struct {
-		verb, group, resource, namespace, name string
-	}
 	allowed := []access{
 		{"list", "urutau.io", "cdcpipelines", "", ""}, {"watch", "urutau.io", "cdcpipelines", "", ""},
 		{"patch", "urutau.io", "cdcpipelines", "shop", ""}, {"patch", "urutau.io", "cdcpipelines/status", "shop", ""},
@@ -116,40 +109,7 @@ func checkHubIdentity(t *testing.T, c *testenv.Cluster) {
 		{"patch", "admissionregistration.k8s.io", "validatingwebhookconfigurations", "", "someone-elses"},
 		{"escalate", "rbac.authorization.k8s.io", "clusterroles", "", ""},
 	}
-	review := func(a access) bool {
-		sub := ""
-		res := a.resource
-		if i := strings.Index(res, "/"); i > 0 {
-			res, sub = a.resource[:i], a.resource[i+1:]
-		}
-		r := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-			User: user, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"},
-			ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: a.namespace, Verb: a.verb, Group: a.group,
-				Resource: res, Subresource: sub, Name: a.name},
-		}}
-		if err := c.Client.Create(t.Context(), r); err != nil {
-			t.Fatal(err)
-		}
-		return r.Status.Allowed
-	}
-	// RBAC sees new bindings through its informers, a moment after the write.
-	deadline := time.Now().Add(15 * time.Second)
-	for !review(allowed[0]) {
-		if time.Now().After(deadline) {
-			t.Fatal("the hub's bindings never took effect")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	for _, a := range allowed {
-		if !review(a) {
-			t.Errorf("the hub cannot %s %s in %q, which it needs", a.verb, a.resource, a.namespace)
-		}
-	}
-	for _, a := range denied {
-		if review(a) {
-			t.Errorf("the hub can %s %s in %q (name %q), which it must not", a.verb, a.resource, a.namespace, a.name)
-		}
-	}
+	checkAccess(t, c, ns, "urutau-fleet-hub", allowed, denied)
 }
 
 func rank(o *unstructured.Unstructured) int {
