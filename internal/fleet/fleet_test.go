@@ -23,13 +23,7 @@ import (
 
 var _ = Describe("CoordinatorReconciler", func() {
 	var ns string
-	BeforeEach(func(ctx SpecContext) {
-		ns = newNamespace(ctx)
-		SetDefaultEventuallyTimeout(30 * time.Second)
-		SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
-		SetDefaultConsistentlyDuration(2 * time.Second)
-		SetDefaultConsistentlyPollingInterval(100 * time.Millisecond)
-	})
+	BeforeEach(func(ctx SpecContext) { ns = newNamespace(ctx) })
 
 	// create creates p on the hub and waits until the hub added its finalizer and UID.
 	create := func(ctx context.Context, p *urutauv1alpha1.CDCPipeline) *urutauv1alpha1.CDCPipeline {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 
 	kedav1alpha1 "github.com/kedacore/keda/v2/apis/keda/v1alpha1"
 	. "github.com/onsi/ginkgo/v2"
@@ -43,13 +42,7 @@ tables:
 // without health expressions), the Argo CD health script and the example Flux health expressions.
 var _ = Describe("Status readers and KEDA per member", func() {
 	var ns string
-	BeforeEach(func(ctx SpecContext) {
-		ns = newNamespace(ctx)
-		SetDefaultEventuallyTimeout(30 * time.Second)
-		SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
-		SetDefaultConsistentlyDuration(2 * time.Second)
-		SetDefaultConsistentlyPollingInterval(100 * time.Millisecond)
-	})
+	BeforeEach(func(ctx SpecContext) { ns = newNamespace(ctx) })
 
 	readers := func(g Gomega, ctx context.Context, key types.NamespacedName) (status.Status, string, string) {
 		u := &unstructured.Unstructured{}

@@ -111,6 +111,14 @@ var _ = BeforeSuite(func() {
 	}()
 })
 
+// Every spec waits on real API servers and a real manager: generous, fast-polling defaults.
+var _ = BeforeEach(func() {
+	SetDefaultEventuallyTimeout(30 * time.Second)
+	SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
+	SetDefaultConsistentlyDuration(2 * time.Second)
+	SetDefaultConsistentlyPollingInterval(100 * time.Millisecond)
+})
+
 var _ = AfterSuite(func() {
 	if suiteCancel != nil {
 		suiteCancel()
