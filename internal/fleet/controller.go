@@ -44,7 +44,7 @@ import (
 
 // Defaults of the reconciler's settings.
 const (
-	// DefaultFieldManager is the base of every field manager (DESIGN.md §4); the single-cluster
+	// DefaultFieldManager is the base of every field manager (docs/architecture.md, "Contracts"); the single-cluster
 	// operator's default, so a pipeline moving to the fleet keeps the same base.
 	DefaultFieldManager = "urutau-operator"
 	// ControllerName names the controller (metrics, logs) and the event reporter.

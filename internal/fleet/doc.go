@@ -2,7 +2,7 @@
 // Applies the coordinator workload rendered by internal/coordinator into each selected member,
 // observes what runs there, and reports it in the pipeline's status on the hub.
 //
-// It owns the fleet rules of DESIGN.md §5: deletion first (finalizer urutau.io/fleet-cleanup,
+// It owns the fleet rules (docs/architecture.md, "Where each fleet rule lives"): deletion first (finalizer urutau.io/fleet-cleanup,
 // tombstones for members that do not answer), the terminal gate (no member write while
 // status.terminated is set), stop-before-start placement moves, per-member isolation, and quiet
 // idling (no write when nothing changed).

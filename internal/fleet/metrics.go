@@ -6,7 +6,7 @@ import (
 )
 
 // Metrics, registered with controller-runtime's registry so the manager serves them. The cluster
-// label is the member's name: per-member state must be visible (DESIGN.md §5.4).
+// label is the member's name: per-member state must be visible (the isolation rule).
 var (
 	memberDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "urutau_fleet_member_reconcile_duration_seconds",

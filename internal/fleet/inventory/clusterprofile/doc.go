@@ -4,8 +4,8 @@
 // multicluster manager; it disengages the member when the profile goes away and re-engages it when
 // the access to it changes. The member's name is the profile's name.
 //
-// It exists because upstream's providers/cluster-inventory-api is a separate module that cannot be
-// fetched here (TESTING.md §1); it follows the shape of multicluster-runtime's kubeconfig provider.
+// It exists because upstream's providers/cluster-inventory-api is a separate Go module that this
+// project's module proxy does not serve; it follows the shape of multicluster-runtime's kubeconfig provider.
 //
 // # Credentials
 //
