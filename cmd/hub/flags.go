@@ -55,6 +55,7 @@ type options struct {
 	kedaThreshold         string
 	metricsAddr           string
 	probeAddr             string
+	pprofAddr             string
 	leaderElect           bool
 	kubeconfig            string
 
@@ -101,6 +102,7 @@ func newFlagSet(o *options, watchNamespaces *string) *pflag.FlagSet {
 		"KEDA trigger threshold (a positive number); empty means the default, as in the single-cluster operator.")
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "Address of the metrics endpoint; \"0\" disables it.")
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address of /healthz and /readyz.")
+	fs.StringVar(&o.pprofAddr, "pprof-bind-address", "", "Address of Go's /debug/pprof profiling endpoints (e.g. 127.0.0.1:6060); empty or \"0\" disables them.")
 	fs.BoolVar(&o.leaderElect, "leader-elect", true,
 		"Elect a leader (Lease urutau-fleet-hub-lock in --cluster-provider-namespace) so that only one hub replica writes. Turn off only for tests and demos.")
 
