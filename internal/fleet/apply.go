@@ -39,6 +39,9 @@ type applyRequest struct {
 	newLive func() client.Object
 	// extract returns the fields manager owns in live, in the same shape as desired.
 	extract func(live client.Object, manager string) (any, error)
+	// crossed is set by apply when a change by someone else reached the member watch while the
+	// apply was in flight: the pipeline must be reconciled again.
+	crossed bool
 }
 
 // applyRecord remembers the last apply of an object: what we sent and the resourceVersion the
@@ -67,6 +70,8 @@ type applyRecord struct {
 type applier struct {
 	mu   sync.Mutex
 	seen map[string]applyRecord
+	// echoes recognises the member watch events of our applies (see echoFilter).
+	echoes echoFilter
 }
 
 func (a *applier) cacheKey(member, kind string, key client.ObjectKey) string {
@@ -97,11 +102,19 @@ func (a *applier) apply(ctx context.Context, cached, live client.Reader, writer 
 			return false, nil
 		}
 	}
-	if err := writer.Apply(ctx, r.desired, client.FieldOwner(manager), client.ForceOwnership); err != nil {
+	key := a.cacheKey(member, r.kind, r.key)
+	a.echoes.begin(key)
+	err = writer.Apply(ctx, r.desired, client.FieldOwner(manager), client.ForceOwnership)
+	rv := ""
+	if err == nil {
+		rv = resourceVersionOf(r.desired)
+	}
+	r.crossed = a.echoes.end(key, rv)
+	if err != nil {
 		return false, fmt.Errorf("applying %s %s to cluster %q: %w", r.kind, r.key, member, err)
 	}
 	applies.WithLabelValues(member, r.kind).Inc()
-	a.remember(member, r, hash, resourceVersionOf(r.desired))
+	a.remember(member, r, hash, rv)
 	return true, nil
 }
 
@@ -148,20 +161,28 @@ func (a *applier) remember(member string, r *applyRequest, hash [sha256.Size]byt
 }
 
 // isEcho reports whether obj, seen in a member watch, is exactly the result of our last apply
-// to it: reconciling it again would find nothing to do. The coordinator StatefulSet is never an
-// echo: a reconcile that writes it reports the member Applied, not Ready, and its echo is what
-// brings the hub back to read its readiness when the write changed no template (no status update
-// from its controller would follow).
+// to it: reconciling it again would find nothing to do. (The coordinator StatefulSet's readiness
+// is read from the apply's answer, see applyMember; a status update by its controller is another
+// resourceVersion, so not an echo.)
 func (a *applier) isEcho(member string, obj client.Object) bool {
 	kind := kindOf(obj)
-	rv := obj.GetResourceVersion()
-	if kind == "" || kind == "StatefulSet" || rv == "" {
+	if kind == "" {
 		return false
 	}
+	return a.echoes.isEcho(a.cacheKey(member, kind, client.ObjectKeyFromObject(obj)), obj.GetResourceVersion())
+}
+
+// forget drops what is remembered of a deleted member object.
+func (a *applier) forget(member string, obj client.Object) {
+	kind := kindOf(obj)
+	if kind == "" {
+		return
+	}
+	key := a.cacheKey(member, kind, client.ObjectKeyFromObject(obj))
+	a.echoes.forget(key)
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	rec, ok := a.seen[a.cacheKey(member, kind, client.ObjectKeyFromObject(obj))]
-	return ok && rec.resourceVersion == rv
+	delete(a.seen, key)
 }
 
 // kindOf names the kinds the member watches deliver, as applyRequest.kind does.

@@ -102,7 +102,11 @@ type CoordinatorReconciler struct {
 
 	applier       applier
 	memberClients memberClientSet
-	hubWrites     hubWriteSet
+	// hubEchoes filters the hub watch events of our own writes to pipelines (echoFilter).
+	hubEchoes echoFilter
+	// lookAgain holds the pipelines whose writes crossed a change by someone else in this
+	// reconcile (echoFilter.end): they are reconciled again at once.
+	lookAgain sync.Map
 	// tombstonesWritten are the names of tombstones this process wrote (see deleteTombstoneIfAny).
 	tombstonesWritten sync.Map
 }
@@ -128,6 +132,19 @@ func (r *CoordinatorReconciler) Reconcile(ctx context.Context, req mcreconcile.R
 		// Member events are mapped to hub requests; nothing else is ours.
 		return ctrl.Result{}, nil
 	}
+	res, err := r.reconcile(ctx, req)
+	if _, again := r.lookAgain.LoadAndDelete(req.NamespacedName); again && err == nil && (res.RequeueAfter <= 0 || res.RequeueAfter > lookAgainAfter) {
+		// A change by someone else crossed one of our writes (echoFilter): see it now.
+		res.RequeueAfter = lookAgainAfter
+	}
+	return res, err
+}
+
+// lookAgainAfter is how soon a pipeline is reconciled again when a change by someone else
+// crossed one of our writes to it.
+const lookAgainAfter = 10 * time.Millisecond
+
+func (r *CoordinatorReconciler) reconcile(ctx context.Context, req mcreconcile.Request) (ctrl.Result, error) {
 	p := &urutauv1alpha1.CDCPipeline{}
 	if err := r.Client.Get(ctx, req.NamespacedName, p); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -138,10 +155,11 @@ func (r *CoordinatorReconciler) Reconcile(ctx context.Context, req mcreconcile.R
 	if !controllerutil.ContainsFinalizer(p, urutauv1alpha1.Finalizer) {
 		orig := p.DeepCopy()
 		controllerutil.AddFinalizer(p, urutauv1alpha1.Finalizer)
-		if err := r.Client.Patch(ctx, p, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}), client.FieldOwner(r.FieldManager)); err != nil {
+		if err := r.writeHub(p, func() error {
+			return r.Client.Patch(ctx, p, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}), client.FieldOwner(r.FieldManager))
+		}); err != nil {
 			return ctrl.Result{}, fmt.Errorf("adding finalizer: %w", err)
 		}
-		r.hubWrites.remember(p)
 	}
 	members, err := r.Inventory.Members(ctx)
 	if err != nil {
@@ -428,12 +446,31 @@ func (r *CoordinatorReconciler) patchStatus(ctx context.Context, orig, p *urutau
 	if lock {
 		opts = append(opts, client.MergeFromWithOptimisticLock{})
 	}
-	if err := r.Client.Status().Patch(ctx, p, client.MergeFromWithOptions(orig, opts...), client.FieldOwner(r.FieldManager)); err != nil {
+	if err := r.writeHub(p, func() error {
+		return r.Client.Status().Patch(ctx, p, client.MergeFromWithOptions(orig, opts...), client.FieldOwner(r.FieldManager))
+	}); err != nil {
 		return fmt.Errorf("patching status: %w", err)
 	}
-	r.hubWrites.remember(p)
 	return nil
 }
+
+// writeHub makes one write to pipeline p through write, which updates p with the answer, and
+// tells the hub echo filter about it.
+func (r *CoordinatorReconciler) writeHub(p *urutauv1alpha1.CDCPipeline, write func() error) error {
+	key := hubKey(p)
+	r.hubEchoes.begin(key)
+	err := write()
+	rv := ""
+	if err == nil {
+		rv = p.ResourceVersion
+	}
+	if r.hubEchoes.end(key, rv) {
+		r.lookAgain.Store(client.ObjectKeyFromObject(p), true)
+	}
+	return err
+}
+
+func hubKey(o client.Object) string { return o.GetNamespace() + "/" + o.GetName() }
 
 // emitEvents reports what changed: writes, and members whose state is new.
 func (r *CoordinatorReconciler) emitEvents(p, orig *urutauv1alpha1.CDCPipeline, results map[string]memberResult, dep map[string]departedResult, plan MovePlan) {
@@ -584,6 +621,7 @@ func (r *CoordinatorReconciler) memberEventHandler(name multicluster.ClusterName
 			}
 		},
 		DeleteFunc: func(ctx context.Context, e event.TypedDeleteEvent[client.Object], q workqueue.TypedRateLimitingInterface[mcreconcile.Request]) {
+			r.applier.forget(member, e.Object)
 			enqueue(ctx, q, e.Object)
 		},
 		GenericFunc: func(ctx context.Context, e event.TypedGenericEvent[client.Object], q workqueue.TypedRateLimitingInterface[mcreconcile.Request]) {
@@ -592,44 +630,16 @@ func (r *CoordinatorReconciler) memberEventHandler(name multicluster.ClusterName
 	}
 }
 
-// hubWriteSet remembers the resourceVersion of our last write to each CDCPipeline (finalizer,
-// status), so that its echo in the hub watch is not reconciled again: each status patch used to
-// trigger one more no-op reconcile of its pipeline. Writes by anyone else (a spec change, a
-// person setting status.terminated) carry another resourceVersion and are reconciled.
-type hubWriteSet struct {
-	mu sync.Mutex
-	rv map[types.NamespacedName]string
-}
-
-func (h *hubWriteSet) remember(p *urutauv1alpha1.CDCPipeline) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.rv == nil {
-		h.rv = map[types.NamespacedName]string{}
-	}
-	h.rv[client.ObjectKeyFromObject(p)] = p.ResourceVersion
-}
-
-func (h *hubWriteSet) isEcho(o client.Object) bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	rv, ok := h.rv[client.ObjectKeyFromObject(o)]
-	return ok && rv != "" && rv == o.GetResourceVersion()
-}
-
-// forget drops a deleted pipeline.
-func (h *hubWriteSet) forget(o client.Object) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	delete(h.rv, client.ObjectKeyFromObject(o))
-}
-
-// notOurEcho filters the hub watch of CDCPipelines (see hubWriteSet).
+// notOurEcho filters the hub watch of CDCPipelines (see echoFilter): the events of our own
+// finalizer and status writes. Writes by anyone else (a spec change, a person setting
+// status.terminated) carry another resourceVersion and are reconciled.
 func (r *CoordinatorReconciler) notOurEcho() predicate.Predicate {
 	return predicate.Funcs{
-		UpdateFunc: func(e event.UpdateEvent) bool { return !r.hubWrites.isEcho(e.ObjectNew) },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			return !r.hubEchoes.isEcho(hubKey(e.ObjectNew), e.ObjectNew.GetResourceVersion())
+		},
 		DeleteFunc: func(e event.DeleteEvent) bool {
-			r.hubWrites.forget(e.Object)
+			r.hubEchoes.forget(hubKey(e.Object))
 			return true
 		},
 	}

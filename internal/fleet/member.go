@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -147,7 +149,7 @@ func (r *CoordinatorReconciler) applyMember(ctx context.Context, p *urutauv1alph
 		reqs = append(reqs, req)
 	}
 	for _, req := range reqs {
-		wrote, err := r.applier.apply(ctx, cached, live, writer, m.Name, manager, req)
+		wrote, err := r.apply(ctx, p, cached, live, writer, m.Name, manager, req)
 		if err != nil {
 			res.fail(err)
 			return res
@@ -163,7 +165,7 @@ func (r *CoordinatorReconciler) applyMember(ctx context.Context, p *urutauv1alph
 		err := live.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: ref.Name}, s)
 		switch {
 		case isUnreachable(err):
-			res.fail(err)
+			res.fail(fmt.Errorf("reading Secret %s/%s in cluster %q: %w", p.Namespace, ref.Name, m.Name, err))
 			return res
 		case err != nil:
 			// Missing, or unreadable: transient (#504), retried.
@@ -188,25 +190,26 @@ func (r *CoordinatorReconciler) applyMember(ctx context.Context, p *urutauv1alph
 		res.fail(err)
 		return res
 	}
-	wrote, err := r.applier.apply(ctx, cached, live, writer, m.Name, manager, sts)
+	wrote, err := r.apply(ctx, p, cached, live, writer, m.Name, manager, sts)
 	if err != nil {
 		res.fail(err)
 		return res
 	}
-	// Just written, the StatefulSet's status still describes the previous template: the member is
-	// Applied until its controller reports the new one ready (the write's own watch event brings
-	// the hub back to look).
-	coordinatorIsReady := false
+	// Readiness comes from the StatefulSet as the member holds it: the cached one, or the apply's
+	// answer when we wrote it. A write that changed the template moved its generation past what
+	// its controller observed, so it reads not ready until that controller's status update, whose
+	// watch event brings the hub back; a write that left the spec alone reads ready at once, so
+	// the write's own echo needs no reconcile.
+	current := sts.live.(*appsv1.StatefulSet)
 	if wrote {
 		res.wrote++
-		if ac, ok := sts.desired.(*appsv1ac.StatefulSetApplyConfiguration); ok && ac.Status != nil && ac.Status.ReadyReplicas != nil {
-			res.obs.ReadyReplicas = *ac.Status.ReadyReplicas
+		if current, err = appliedStatefulSet(sts.desired); err != nil {
+			res.fail(err)
+			return res
 		}
-	} else {
-		live := sts.live.(*appsv1.StatefulSet)
-		res.obs.ReadyReplicas = live.Status.ReadyReplicas
-		coordinatorIsReady = coordinatorReady(live)
 	}
+	res.obs.ReadyReplicas = current.Status.ReadyReplicas
+	coordinatorIsReady := coordinatorReady(current)
 
 	kedaMsg, n, err := r.applyScaledObjects(ctx, live, writer, p, m.Name, manager, w)
 	if err != nil {
@@ -227,6 +230,16 @@ func (r *CoordinatorReconciler) applyMember(ctx context.Context, p *urutauv1alph
 	return res
 }
 
+// apply applies one object of p to member (applier.apply), and has p reconciled again when a
+// change by someone else crossed the write.
+func (r *CoordinatorReconciler) apply(ctx context.Context, p *urutauv1alpha1.CDCPipeline, cached, live client.Reader, writer client.Client, member, manager string, req *applyRequest) (bool, error) {
+	wrote, err := r.applier.apply(ctx, cached, live, writer, member, manager, req)
+	if req.crossed {
+		r.lookAgain.Store(client.ObjectKeyFromObject(p), true)
+	}
+	return wrote, err
+}
+
 // applyScaledObjects applies the desired ScaledObjects and prunes the ones of this pipeline (by
 // UID label) no longer desired. A member without KEDA's CRD skips them and says so.
 func (r *CoordinatorReconciler) applyScaledObjects(ctx context.Context, live client.Reader, writer client.Client, p *urutauv1alpha1.CDCPipeline, member, manager string, w *coordinator.Workload) (string, int, error) {
@@ -239,7 +252,7 @@ func (r *CoordinatorReconciler) applyScaledObjects(ctx context.Context, live cli
 		if err != nil {
 			return "", wrote, err
 		}
-		ok, err := r.applier.apply(ctx, live, live, writer, member, manager, req)
+		ok, err := r.apply(ctx, p, live, live, writer, member, manager, req)
 		if err != nil {
 			if kedaMissing(err) {
 				return noKEDA, wrote, nil
@@ -349,6 +362,24 @@ func coordinatorReady(sts *appsv1.StatefulSet) bool {
 		return false
 	}
 	return st.UpdateRevision == "" || st.CurrentRevision == "" || st.UpdateRevision == st.CurrentRevision
+}
+
+// appliedStatefulSet reads the API server's answer to a StatefulSet apply (the client fills the
+// apply configuration with it).
+func appliedStatefulSet(desired runtime.ApplyConfiguration) (*appsv1.StatefulSet, error) {
+	ac, ok := desired.(*appsv1ac.StatefulSetApplyConfiguration)
+	if !ok {
+		return nil, fmt.Errorf("internal error: StatefulSet apply configuration is a %T", desired)
+	}
+	b, err := json.Marshal(ac)
+	if err != nil {
+		return nil, fmt.Errorf("reading the applied StatefulSet: %w", err)
+	}
+	out := &appsv1.StatefulSet{}
+	if err := json.Unmarshal(b, out); err != nil {
+		return nil, fmt.Errorf("reading the applied StatefulSet: %w", err)
+	}
+	return out, nil
 }
 
 // kedaMissing tells whether err says the member serves no ScaledObjects. Where the client has not

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 )
 
 func TestCoordinatorReady(t *testing.T) {
@@ -29,5 +30,40 @@ func TestCoordinatorReady(t *testing.T) {
 		if got := coordinatorReady(tc.sts); got != tc.want {
 			t.Errorf("%s: coordinatorReady = %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// The apply's answer decides readiness when the hub wrote the StatefulSet (its echo is not
+// reconciled): a write that left the spec alone reads the member's status as it is, one that
+// moved the generation reads not ready until the controller catches up.
+func TestAppliedStatefulSet(t *testing.T) {
+	answer := func(gen, observed int64) *appsv1ac.StatefulSetApplyConfiguration {
+		ac := appsv1ac.StatefulSet("p-coordinator", "ns").
+			WithStatus(appsv1ac.StatefulSetStatus().WithObservedGeneration(observed).WithReplicas(1).
+				WithReadyReplicas(1).WithUpdatedReplicas(1).WithCurrentRevision("r1").WithUpdateRevision("r1"))
+		ac.WithGeneration(gen).WithResourceVersion("42")
+		return ac
+	}
+	for _, tc := range []struct {
+		name      string
+		gen, obs  int64
+		wantReady bool
+	}{
+		{"metadata-only write to a ready StatefulSet", 4, 4, true},
+		{"template change not yet observed", 5, 4, false},
+	} {
+		got, err := appliedStatefulSet(answer(tc.gen, tc.obs))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if got.Generation != tc.gen || got.Status.ReadyReplicas != 1 || got.ResourceVersion != "42" {
+			t.Errorf("%s: read %+v, want generation %d, 1 ready replica, resourceVersion 42", tc.name, got.ObjectMeta, tc.gen)
+		}
+		if r := coordinatorReady(got); r != tc.wantReady {
+			t.Errorf("%s: coordinatorReady = %v, want %v", tc.name, r, tc.wantReady)
+		}
+	}
+	if _, err := appliedStatefulSet(appsv1ac.Deployment("d", "ns")); err == nil {
+		t.Error("appliedStatefulSet accepted a Deployment apply configuration")
 	}
 }
