@@ -5,12 +5,20 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/urutau-io/fleet/internal/fleet"
 )
 
 // hubProcess is cmd/hub running as a child process, so its memory is its own.
@@ -102,4 +110,68 @@ func (h *hubProcess) stop() {
 		_ = h.cmd.Process.Kill()
 		<-h.exited
 	}
+}
+
+// freeLocalAddr is a loopback address with a port free at the time of the call.
+func freeLocalAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = l.Close() }()
+	return l.Addr().String(), nil
+}
+
+// saveCPUProfile fetches a CPU profile of d from the hub's pprof endpoint into path.
+func saveCPUProfile(ctx context.Context, addr string, d time.Duration, path string) error {
+	url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, int(d.Round(time.Second).Seconds()))
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("profiling the hub: %w", err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("profiling the hub: %s", resp.Status)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// reconciles reads the hub's controller_runtime_reconcile_total for its pipeline controller, all
+// results added up.
+func reconciles(ctx context.Context, metricsAddr string) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+metricsAddr+"/metrics", nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("reading the hub's metrics: %w", err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		return 0, fmt.Errorf("parsing the hub's metrics: %w", err)
+	}
+	n := 0
+	for _, m := range families["controller_runtime_reconcile_total"].GetMetric() {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == "controller" && l.GetValue() == fleet.ControllerName {
+				n += int(m.GetCounter().GetValue())
+			}
+		}
+	}
+	return n, nil
 }

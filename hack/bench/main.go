@@ -75,6 +75,7 @@ type options struct {
 	timeout     time.Duration
 	workDir     string
 	command     string
+	profile     time.Duration
 }
 
 func main() {
@@ -102,6 +103,7 @@ func parseFlags() (options, error) {
 	flag.IntVar(&o.replicas, "replicas", 2, "Members each pipeline is placed on (consecutive members, round robin).")
 	flag.IntVar(&o.concurrency, "concurrency", 4, "Pipelines handled at once, by the hub (--max-concurrent-reconciles) and by the floor.")
 	flag.DurationVar(&o.timeout, "timeout", 5*time.Minute, "Bound on each convergence.")
+	flag.DurationVar(&o.profile, "profile", 0, "When set, the hub serves pprof and the bench saves a CPU profile of this long, from the first create of each hub run, as <work-dir>/<size>-hub-cpu.pprof (go tool pprof -top hub <file>).")
 	flag.StringVar(&o.workDir, "work-dir", "", "Where the hub binary, kubeconfig and hub logs go (default: a temporary directory, kept).")
 	flag.Parse()
 	o.command = os.Getenv("BENCH_COMMAND")
@@ -251,6 +253,10 @@ type result struct {
 	rssBase, rssEnd   int64 // KiB
 	hwm               int64 // KiB
 	floorErr, deadErr string
+	// reconciles is the number of pipeline reconciles the hub ran in the create run.
+	reconciles int
+	// floorCPU and hubCPU are the CPU time used during the create runs.
+	floorCPU, hubCPU cpuUse
 }
 
 func runSize(ctx context.Context, e *env, o options, s size, idx int) (result, error) {
@@ -278,6 +284,10 @@ func runSize(ctx context.Context, e *env, o options, s size, idx int) (result, e
 	if err != nil {
 		return res, err
 	}
+	cpu0, err := cpuNow(nil, e.hub, members)
+	if err != nil {
+		return res, err
+	}
 	t0 := time.Now()
 	if err := runFloor(ctx, e.clientsOf(members), floorPipelines, o.concurrency); err != nil {
 		res.floorErr = err.Error()
@@ -287,6 +297,11 @@ func runSize(ctx context.Context, e *env, o options, s size, idx int) (result, e
 	if err != nil {
 		return res, fmt.Errorf("floor: %w", err)
 	}
+	cpu1, err := cpuNow(nil, e.hub, members)
+	if err != nil {
+		return res, err
+	}
+	res.floorCPU = cpu1.sub(cpu0)
 	after, err := memberWrites(ctx, members)
 	if err != nil {
 		return res, err
@@ -309,11 +324,24 @@ func runSize(ctx context.Context, e *env, o options, s size, idx int) (result, e
 			return res, err
 		}
 	}
-	hub, err := startHub(e.hubBin, e.kubecfg, filepath.Join(e.workDir, tag+"-hub.log"),
-		"--coordinator-image="+image, "--leader-elect=false", "--enable-webhook=false",
-		"--metrics-bind-address=0", "--health-probe-bind-address=0",
-		"--cluster-provider-namespace="+sysNS, "--watch-namespaces="+hubNS+","+deadNS,
-		"--max-concurrent-reconciles="+strconv.Itoa(o.concurrency))
+	metricsAddr, err := freeLocalAddr()
+	if err != nil {
+		return res, err
+	}
+	hubArgs := []string{
+		"--coordinator-image=" + image, "--leader-elect=false", "--enable-webhook=false",
+		"--metrics-bind-address=" + metricsAddr, "--health-probe-bind-address=0",
+		"--cluster-provider-namespace=" + sysNS, "--watch-namespaces=" + hubNS + "," + deadNS,
+		"--max-concurrent-reconciles=" + strconv.Itoa(o.concurrency),
+	}
+	pprofAddr := ""
+	if o.profile > 0 {
+		if pprofAddr, err = freeLocalAddr(); err != nil {
+			return res, err
+		}
+		hubArgs = append(hubArgs, "--pprof-bind-address="+pprofAddr)
+	}
+	hub, err := startHub(e.hubBin, e.kubecfg, filepath.Join(e.workDir, tag+"-hub.log"), hubArgs...)
 	if err != nil {
 		return res, err
 	}
@@ -339,6 +367,20 @@ func runSize(ctx context.Context, e *env, o options, s size, idx int) (result, e
 	if err != nil {
 		return res, err
 	}
+	var profiled chan error
+	if o.profile > 0 {
+		profiled = make(chan error, 1)
+		go func() {
+			profiled <- saveCPUProfile(ctx, pprofAddr, o.profile, filepath.Join(e.workDir, tag+"-hub-cpu.pprof"))
+		}()
+	}
+	if cpu0, err = cpuNow(hub, e.hub, members); err != nil {
+		return res, err
+	}
+	rec0, err := reconciles(ctx, metricsAddr)
+	if err != nil {
+		return res, err
+	}
 	t0 = time.Now()
 	if err := e.submit(ctx, hubPipelines); err != nil {
 		return res, err
@@ -348,6 +390,10 @@ func runSize(ctx context.Context, e *env, o options, s size, idx int) (result, e
 	if err != nil {
 		return res, fmt.Errorf("hub: %w (hub log: %s)", err, hub.logf.Name())
 	}
+	if cpu1, err = cpuNow(hub, e.hub, members); err != nil {
+		return res, err
+	}
+	res.hubCPU = cpu1.sub(cpu0)
 	after, err = memberWrites(ctx, members)
 	if err != nil {
 		return res, err
@@ -359,9 +405,22 @@ func runSize(ctx context.Context, e *env, o options, s size, idx int) (result, e
 	res.hubWrites = byVerb(testenv.Delta(before, after))
 	res.hubSideWrites = hubOwnWrites(testenv.Delta(hubBefore, hubAfter), true)
 	fmt.Printf("   hub: %s, member writes %v, hub writes %v\n", res.hub.Round(time.Millisecond), res.hubWrites, res.hubSideWrites)
+	if profiled != nil {
+		if err := <-profiled; err != nil {
+			return res, err
+		}
+		fmt.Printf("   hub CPU profile: %s\n", filepath.Join(e.workDir, tag+"-hub-cpu.pprof"))
+	}
 
 	// 3. Idle.
 	time.Sleep(o.settle)
+	// Counted after the settle: a reconcile the echo of a write causes waits behind the
+	// pipelines still queued, so most would run after convergence.
+	rec1, err := reconciles(ctx, metricsAddr)
+	if err != nil {
+		return res, err
+	}
+	res.reconciles = rec1 - rec0
 	before, err = memberWrites(ctx, members)
 	if err != nil {
 		return res, err
@@ -637,8 +696,8 @@ func secs(d time.Duration) string { return fmt.Sprintf("%.2f", d.Seconds()) }
 
 func mib(kib int64) string { return fmt.Sprintf("%.1f", float64(kib)/1024) }
 
-const tableHeader = "| C×P | placements (objects) | floor s | hub s | hub/floor | member writes/object, create (floor) | hub writes/pipeline, create | idle: member writes | idle: hub writes | 1 member down: healthy conv. s | down/all-up | hub peak RSS MiB | RSS MiB per 1,000 placements |\n" +
-	"|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+const tableHeader = "| C×P | placements (objects) | floor s | hub s | hub/floor | member writes/object, create (floor) | hub writes/pipeline, create | hub reconciles/pipeline, create | idle: member writes | idle: hub writes | 1 member down: healthy conv. s | down/all-up | hub peak RSS MiB | RSS MiB per 1,000 placements |\n" +
+	"|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 
 func tableRow(r result) string {
 	dead, deadRatio := "n/a (C=1)", "n/a"
@@ -651,10 +710,10 @@ func tableRow(r result) string {
 		}
 	}
 	perK := float64(r.rssEnd-r.rssBase) / 1024 / float64(r.placements) * 1000
-	return fmt.Sprintf("| %s | %d (%d) | %s | %s | %.2f | %s (%s) | %.2f | %s | %s | %s | %s | %s | %.1f |",
+	return fmt.Sprintf("| %s | %d (%d) | %s | %s | %.2f | %s (%s) | %.2f | %.2f | %s | %s | %s | %s | %s | %.1f |",
 		r.size, r.placements, r.objects, secs(r.floor), secs(r.hub), r.hub.Seconds()/r.floor.Seconds(),
 		perObject(r.hubWrites, r.objects), fmt.Sprintf("%.2f", float64(testenv.Total(r.floorWrites))/float64(r.objects)),
-		float64(testenv.Total(r.hubSideWrites))/float64(r.P),
+		float64(testenv.Total(r.hubSideWrites))/float64(r.P), float64(r.reconciles)/float64(r.P),
 		fmtCounts(r.idleMembers), fmtCounts(r.idleHub), dead, deadRatio, mib(r.hwm), perK)
 }
 
@@ -668,7 +727,22 @@ func renderTable(rs []result) string {
 	for _, r := range rs {
 		fmt.Fprintf(&b, "- %s: %s\n", r.size, fmtCounts(r.hubSideWrites))
 	}
+	b.WriteString("\nCPU time (seconds, all cores) used during the create runs, by process, and how busy the machine was (busy CPU time / all CPU time, every process on the machine):\n\n")
+	b.WriteString(cpuHeader + "\n")
+	for _, r := range rs {
+		b.WriteString(cpuRow(r) + "\n")
+	}
 	return b.String()
+}
+
+const cpuHeader = "| C×P | floor: members' API servers + etcd | floor: bench | floor: total (machine busy) | hub run: hub process | hub run: hub API server + etcd | hub run: members' API servers + etcd | hub run: bench | hub run: total (machine busy) | hub run − floor |\n" +
+	"|---|---|---|---|---|---|---|---|---|---|"
+
+func cpuRow(r result) string {
+	f, h := r.floorCPU, r.hubCPU
+	return fmt.Sprintf("| %s | %.2f | %.2f | %.2f (%.0f%%) | %.2f | %.2f | %.2f | %.2f | %.2f (%.0f%%) | +%.2f |",
+		r.size, f.members+f.hubAPI, f.bench, f.ours(), 100*f.utilisation(),
+		h.hub, h.hubAPI, h.members, h.bench, h.ours(), 100*h.utilisation(), h.ours()-f.ours())
 }
 
 const (
