@@ -131,6 +131,23 @@ func (r *CoordinatorReconciler) applyMember(ctx context.Context, p *urutauv1alph
 	// member still shows as unreachable rather than as stale success.
 	cached, live, writer := mc.cached, mc.live, mc.cached
 
+	// The live reads depend on nothing this reconcile writes, so they run while the applies do
+	// rather than after them (hack/bench -concurrency 1 measured the ScaledObject list alone at a
+	// median 25 ms of each member's 90 ms). A ScaledObject to prune was written by an earlier
+	// reconcile, so a list taken before this one's applies sees it.
+	secrets := make([]func() (*corev1.Secret, error), len(w.RequiredSecrets))
+	for i, ref := range w.RequiredSecrets {
+		secrets[i] = prefetch(func() (*corev1.Secret, error) {
+			s := &corev1.Secret{}
+			return s, live.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: ref.Name}, s)
+		})
+	}
+	scaledObjects := prefetch(func() (*unstructured.UnstructuredList, error) {
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(scaledObjectListGVK)
+		return list, live.List(ctx, list, client.InNamespace(p.Namespace), client.MatchingLabels{urutauv1alpha1.LabelHubPipelineUID: string(p.UID)})
+	})
+
 	var reqs []*applyRequest
 	for _, build := range []func() (*applyRequest, error){
 		func() (*applyRequest, error) { return serviceAccountRequest(w.CoordinatorServiceAccount) },
@@ -160,9 +177,8 @@ func (r *CoordinatorReconciler) applyMember(ctx context.Context, p *urutauv1alph
 	}
 
 	// Secrets are read live (never cached: the member cache holds only our objects).
-	for _, ref := range w.RequiredSecrets {
-		s := &corev1.Secret{}
-		err := live.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: ref.Name}, s)
+	for i, ref := range w.RequiredSecrets {
+		s, err := secrets[i]()
 		switch {
 		case isUnreachable(err):
 			res.fail(fmt.Errorf("reading Secret %s/%s in cluster %q: %w", p.Namespace, ref.Name, m.Name, err))
@@ -211,7 +227,7 @@ func (r *CoordinatorReconciler) applyMember(ctx context.Context, p *urutauv1alph
 	res.obs.ReadyReplicas = current.Status.ReadyReplicas
 	coordinatorIsReady := coordinatorReady(current)
 
-	kedaMsg, n, err := r.applyScaledObjects(ctx, live, writer, p, m.Name, manager, w)
+	kedaMsg, n, err := r.applyScaledObjects(ctx, live, writer, p, m.Name, manager, w, scaledObjects)
 	if err != nil {
 		res.fail(err)
 		return res
@@ -241,8 +257,9 @@ func (r *CoordinatorReconciler) apply(ctx context.Context, p *urutauv1alpha1.CDC
 }
 
 // applyScaledObjects applies the desired ScaledObjects and prunes the ones of this pipeline (by
-// UID label) no longer desired. A member without KEDA's CRD skips them and says so.
-func (r *CoordinatorReconciler) applyScaledObjects(ctx context.Context, live client.Reader, writer client.Client, p *urutauv1alpha1.CDCPipeline, member, manager string, w *coordinator.Workload) (string, int, error) {
+// UID label) no longer desired, from listed (made before the applies). A member without KEDA's
+// CRD skips them and says so.
+func (r *CoordinatorReconciler) applyScaledObjects(ctx context.Context, live client.Reader, writer client.Client, p *urutauv1alpha1.CDCPipeline, member, manager string, w *coordinator.Workload, listed func() (*unstructured.UnstructuredList, error)) (string, int, error) {
 	const noKEDA = "KEDA's ScaledObject CRD is not installed in this cluster: worker autoscaling skipped"
 	wrote := 0
 	want := sets.New[string]()
@@ -263,9 +280,8 @@ func (r *CoordinatorReconciler) applyScaledObjects(ctx context.Context, live cli
 			wrote++
 		}
 	}
-	list := &unstructured.UnstructuredList{}
-	list.SetGroupVersionKind(scaledObjectListGVK)
-	if err := live.List(ctx, list, client.InNamespace(p.Namespace), client.MatchingLabels{urutauv1alpha1.LabelHubPipelineUID: string(p.UID)}); err != nil {
+	list, err := listed()
+	if err != nil {
 		if kedaMissing(err) {
 			if len(w.ScaledObjects) > 0 {
 				return noKEDA, wrote, nil
@@ -286,6 +302,24 @@ func (r *CoordinatorReconciler) applyScaledObjects(ctx context.Context, live cli
 		wrote++
 	}
 	return "", wrote, nil
+}
+
+// prefetch starts read in the background and returns what waits for its result.
+func prefetch[T any](read func() (T, error)) func() (T, error) {
+	type result struct {
+		v   T
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		v, err := read()
+		done <- result{v, err}
+	}()
+	return func() (T, error) {
+		r := <-done
+		done <- r // a second wait gets the same answer
+		return r.v, r.err
+	}
 }
 
 // departedResult is the outcome of cleaning a member that is no longer selected, or of a

@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"errors"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -65,5 +66,25 @@ func TestAppliedStatefulSet(t *testing.T) {
 	}
 	if _, err := appliedStatefulSet(appsv1ac.Deployment("d", "ns")); err == nil {
 		t.Error("appliedStatefulSet accepted a Deployment apply configuration")
+	}
+}
+
+func TestPrefetch(t *testing.T) {
+	release := make(chan struct{})
+	calls := 0
+	wait := prefetch(func() (int, error) {
+		<-release
+		calls++
+		return 7, errors.New("answer")
+	})
+	close(release)
+	for range 2 {
+		v, err := wait()
+		if v != 7 || err == nil || err.Error() != "answer" {
+			t.Fatalf("prefetch gave %d, %v; want 7, answer", v, err)
+		}
+	}
+	if calls != 1 {
+		t.Errorf("read ran %d times, want once", calls)
 	}
 }
