@@ -735,7 +735,7 @@ func renderTable(rs []result) string {
 	return b.String()
 }
 
-const cpuHeader = "| C×P | floor: members' API servers + etcd | floor: bench | floor: total (machine busy) | hub run: hub process | hub run: hub API server + etcd | hub run: members' API servers + etcd | hub run: bench | hub run: total (machine busy) | hub run − floor |\n" +
+const cpuHeader = "| C×P | floor: API servers + etcd (members'; the hub's idle) | floor: bench | floor: total (machine busy) | hub run: hub process | hub run: hub API server + etcd | hub run: members' API servers + etcd | hub run: bench | hub run: total (machine busy) | hub run − floor |\n" +
 	"|---|---|---|---|---|---|---|---|---|---|"
 
 func cpuRow(r result) string {
