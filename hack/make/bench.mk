@@ -7,6 +7,6 @@
 BENCH_FLAGS ?=
 
 .PHONY: bench
-bench: control-plane ## Benchmark the hub (convergence vs a plain SSA client, writes, idle, dead member, RSS); writes docs/benchmarks.md.
+bench: control-plane ## Benchmark the hub (convergence vs a plain SSA client, writes, reconciles, idle, dead member, RSS, CPU); writes docs/benchmarks.md.
 	BENCH_COMMAND="make bench$(if $(BENCH_FLAGS), BENCH_FLAGS='$(BENCH_FLAGS)')" \
 		KUBEBUILDER_ASSETS=$(CONTROL_PLANE_DIR) $(GO) run ./hack/bench $(BENCH_FLAGS)
