@@ -101,6 +101,7 @@ type CoordinatorReconciler struct {
 	WaitInterval time.Duration
 
 	applier       applier
+	breaker       memberBreaker
 	memberClients memberClientSet
 	// hubEchoes filters the hub watch events of our own writes to pipelines (echoFilter).
 	hubEchoes echoFilter

@@ -52,6 +52,8 @@ type memberResult struct {
 	wrote int
 	// unreachable: the member did not answer; retry later.
 	unreachable bool
+	// timedOut: a request to the member ran out of time (memberBreaker).
+	timedOut bool
 	// retry: waiting for something outside the hub (a Secret); retry later, no backoff.
 	retry bool
 	// err is a failure the member answered with; the reconcile returns it for backoff.
@@ -66,6 +68,7 @@ type memberResult struct {
 func (res *memberResult) fail(err error) {
 	if isUnreachable(err) {
 		res.unreachable = true
+		res.timedOut = isTimeout(err)
 		res.obs.Phase = urutauv1alpha1.ClusterUnreachable
 		res.obs.Message = "cluster does not answer: " + err.Error()
 		res.eventReason = EventClusterUnreachable
@@ -130,6 +133,22 @@ func (r *CoordinatorReconciler) applyMember(ctx context.Context, p *urutauv1alph
 	// and ScaledObjects are read live; the ScaledObject list is made on every reconcile, so a dead
 	// member still shows as unreachable rather than as stale success.
 	cached, live, writer := mc.cached, mc.live, mc.cached
+
+	// From here on every step sends requests to the member: a member whose requests time out is
+	// held off (memberBreaker) rather than waited for in every reconcile.
+	allowed, probe := r.breaker.allow(m.Name, time.Now())
+	if !allowed {
+		res.fail(fmt.Errorf("cluster %q: %w", m.Name, errHeldOff))
+		res.obs.Message, res.eventMessage = r.timeoutMessage(), r.timeoutMessage()
+		return res
+	}
+	defer func() {
+		if res.timedOut {
+			log.Info("cluster did not answer in time: held off", "error", res.obs.Message, "retryIn", r.RetryInterval)
+			res.obs.Message, res.eventMessage = r.timeoutMessage(), r.timeoutMessage()
+		}
+		r.breaker.done(m.Name, probe, res.timedOut, !res.unreachable, time.Now(), r.RetryInterval)
+	}()
 
 	// The live reads depend on nothing this reconcile writes, so they run while the applies do
 	// rather than after them (hack/bench -concurrency 1 measured the ScaledObject list alone at a
@@ -345,8 +364,19 @@ func (r *CoordinatorReconciler) cleanMember(ctx context.Context, p *urutauv1alph
 		memberErrors.WithLabelValues(member, "error").Inc()
 		return departedResult{state: DepartedHolding, message: err.Error(), err: err}
 	}
+	allowed, probe := r.breaker.allow(member, time.Now())
+	if !allowed {
+		memberErrors.WithLabelValues(member, "unreachable").Inc()
+		return departedResult{state: DepartedUnreachable, message: r.timeoutMessage()}
+	}
 	res, err := cleanupMember(ctx, mc.live, mc.cached, p.Namespace, p.UID, p.Name)
+	timedOut := isUnreachable(err) && isTimeout(err)
+	r.breaker.done(member, probe, timedOut, !isUnreachable(err), time.Now(), r.RetryInterval)
 	switch {
+	case timedOut:
+		memberErrors.WithLabelValues(member, "unreachable").Inc()
+		ctrl.LoggerFrom(ctx).Info("cluster did not answer in time: held off", "error", err.Error(), "retryIn", r.RetryInterval)
+		return departedResult{state: DepartedUnreachable, deleted: res.deleted, message: r.timeoutMessage()}
 	case isUnreachable(err):
 		memberErrors.WithLabelValues(member, "unreachable").Inc()
 		return departedResult{state: DepartedUnreachable, deleted: res.deleted, message: "cluster does not answer: " + err.Error()}
