@@ -175,3 +175,12 @@ func reconciles(ctx context.Context, metricsAddr string) (int, error) {
 	}
 	return n, nil
 }
+
+// engagedCount is how many times the hub has engaged a member so far (see waitEngaged).
+func (h *hubProcess) engagedCount() (int, error) {
+	b, err := os.ReadFile(h.logf.Name())
+	if err != nil {
+		return 0, err
+	}
+	return bytes.Count(b, []byte("Cluster cache is ready")), nil
+}

@@ -248,8 +248,12 @@ type result struct {
 	idleMembers   map[string]int
 	idleHub       map[string]int
 	// dead is the convergence of the healthy placements with one member down; 0 when not run.
-	dead              time.Duration
-	deadPlacements    int
+	dead           time.Duration
+	deadPlacements int
+	// hung is the convergence of the healthy placements with one member hung.
+	hung              time.Duration
+	hungPlacements    int
+	hungErr           string
 	rssBase, rssEnd   int64 // KiB
 	hwm               int64 // KiB
 	floorErr, deadErr string
@@ -263,8 +267,8 @@ func runSize(ctx context.Context, e *env, o options, s size, idx int) (result, e
 	res := result{size: s}
 	members := e.members[:s.C]
 	tag := fmt.Sprintf("s%d-%dx%d", idx, s.C, s.P)
-	floorNS, hubNS, deadNS, sysNS := tag+"-floor", tag+"-hub", tag+"-dead", tag+"-system"
-	for _, ns := range []string{floorNS, hubNS, deadNS} {
+	floorNS, hubNS, deadNS, hungNS, sysNS := tag+"-floor", tag+"-hub", tag+"-dead", tag+"-hung", tag+"-system"
+	for _, ns := range []string{floorNS, hubNS, deadNS, hungNS} {
 		if err := e.createNamespace(ctx, ns, append([]*testenv.Cluster{e.hub}, members...)); err != nil {
 			return res, err
 		}
@@ -331,7 +335,7 @@ func runSize(ctx context.Context, e *env, o options, s size, idx int) (result, e
 	hubArgs := []string{
 		"--coordinator-image=" + image, "--leader-elect=false", "--enable-webhook=false",
 		"--metrics-bind-address=" + metricsAddr, "--health-probe-bind-address=0",
-		"--cluster-provider-namespace=" + sysNS, "--watch-namespaces=" + hubNS + "," + deadNS,
+		"--cluster-provider-namespace=" + sysNS, "--watch-namespaces=" + hubNS + "," + deadNS + "," + hungNS,
 		"--max-concurrent-reconciles=" + strconv.Itoa(o.concurrency),
 	}
 	pprofAddr := ""
@@ -478,9 +482,14 @@ func runSize(ctx context.Context, e *env, o options, s size, idx int) (result, e
 		if err := dead.StartAPIServer(); err != nil {
 			return res, err
 		}
+
+		// 5. One member hung: it accepts connections and never answers.
+		if err := e.runHung(ctx, o, s, &res, hub, sysNS, hungNS, members); err != nil {
+			return res, err
+		}
 	}
 	hub.stop()
-	for _, ns := range []string{hubNS, deadNS} {
+	for _, ns := range []string{hubNS, deadNS, hungNS} {
 		if err := e.cleanup(ctx, members, ns); err != nil {
 			return res, err
 		}
@@ -696,25 +705,29 @@ func secs(d time.Duration) string { return fmt.Sprintf("%.2f", d.Seconds()) }
 
 func mib(kib int64) string { return fmt.Sprintf("%.1f", float64(kib)/1024) }
 
-const tableHeader = "| C×P | placements (objects) | floor s | hub s | hub/floor | member writes/object, create (floor) | hub writes/pipeline, create | hub reconciles/pipeline, create | idle: member writes | idle: hub writes | 1 member down: healthy conv. s | down/all-up | hub peak RSS MiB | RSS MiB per 1,000 placements |\n" +
-	"|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+const tableHeader = "| C×P | placements (objects) | floor s | hub s | hub/floor | member writes/object, create (floor) | hub writes/pipeline, create | hub reconciles/pipeline, create | idle: member writes | idle: hub writes | 1 member down: healthy conv. s | down/all-up | 1 member hung: healthy conv. s | hung/all-up | hub peak RSS MiB | RSS MiB per 1,000 placements |\n" +
+	"|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 
 func tableRow(r result) string {
-	dead, deadRatio := "n/a (C=1)", "n/a"
-	if r.deadPlacements > 0 {
-		if r.deadErr != "" {
-			dead, deadRatio = "timeout", "-"
-		} else {
-			dead = fmt.Sprintf("%s (%d placements)", secs(r.dead), r.deadPlacements)
-			deadRatio = fmt.Sprintf("%.2f", r.dead.Seconds()/r.hub.Seconds())
-		}
-	}
+	dead, deadRatio := degraded(r.dead, r.deadPlacements, r.deadErr, r.hub)
+	hung, hungRatio := degraded(r.hung, r.hungPlacements, r.hungErr, r.hub)
 	perK := float64(r.rssEnd-r.rssBase) / 1024 / float64(r.placements) * 1000
-	return fmt.Sprintf("| %s | %d (%d) | %s | %s | %.2f | %s (%s) | %.2f | %.2f | %s | %s | %s | %s | %s | %.1f |",
+	return fmt.Sprintf("| %s | %d (%d) | %s | %s | %.2f | %s (%s) | %.2f | %.2f | %s | %s | %s | %s | %s | %s | %s | %.1f |",
 		r.size, r.placements, r.objects, secs(r.floor), secs(r.hub), r.hub.Seconds()/r.floor.Seconds(),
 		perObject(r.hubWrites, r.objects), fmt.Sprintf("%.2f", float64(testenv.Total(r.floorWrites))/float64(r.objects)),
 		float64(testenv.Total(r.hubSideWrites))/float64(r.P), float64(r.reconciles)/float64(r.P),
-		fmtCounts(r.idleMembers), fmtCounts(r.idleHub), dead, deadRatio, mib(r.hwm), perK)
+		fmtCounts(r.idleMembers), fmtCounts(r.idleHub), dead, deadRatio, hung, hungRatio, mib(r.hwm), perK)
+}
+
+// degraded formats a run with one member down or hung: its time and its ratio to the all-up run.
+func degraded(d time.Duration, placements int, errText string, allUp time.Duration) (string, string) {
+	switch {
+	case placements == 0:
+		return "n/a (C=1)", "n/a"
+	case errText != "":
+		return "timeout", "-"
+	}
+	return fmt.Sprintf("%s (%d placements)", secs(d), placements), fmt.Sprintf("%.2f", d.Seconds()/allUp.Seconds())
 }
 
 func renderTable(rs []result) string {

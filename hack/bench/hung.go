@@ -1,0 +1,99 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/urutau-io/fleet/internal/testenv"
+)
+
+// runHung measures step 5: the last member behind a proxy that stops answering (it accepts
+// connections and forwards nothing, as a host behind a network that drops packets), P more
+// pipelines created, and the clock stopped when every placement on a healthy member is complete.
+// The member's kubeconfig Secret is switched to the proxy first and the bench waits for the hub
+// to engage it again, so the hub holds live connections to the member when it hangs.
+func (e *env) runHung(ctx context.Context, o options, s size, res *result, hub *hubProcess, sysNS, ns string, members []*testenv.Cluster) error {
+	hung := members[s.C-1]
+	healthy := members[:s.C-1]
+	u, err := url.Parse(hung.Config.Host)
+	if err != nil {
+		return err
+	}
+	proxy, err := testenv.NewProxy(u.Host)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = proxy.Close() }()
+	kc, err := hung.Kubeconfig()
+	if err != nil {
+		return err
+	}
+	cfg, err := clientcmd.Load(kc)
+	if err != nil {
+		return err
+	}
+	for _, c := range cfg.Clusters {
+		c.Server = "https://" + proxy.Addr()
+	}
+	if kc, err = clientcmd.Write(*cfg); err != nil {
+		return err
+	}
+	engaged, err := hub.engagedCount()
+	if err != nil {
+		return err
+	}
+	want := testenv.KubeconfigSecret(sysNS, hung.Name, kc, nil)
+	secret := &corev1.Secret{}
+	if err := e.clients["hub"].Get(ctx, client.ObjectKeyFromObject(want), secret); err != nil {
+		return err
+	}
+	secret.Data = want.Data
+	if err := e.clients["hub"].Update(ctx, secret); err != nil {
+		return fmt.Errorf("pointing %s's Secret at the proxy: %w", hung.Name, err)
+	}
+	for deadline := time.Now().Add(time.Minute); ; {
+		n, err := hub.engagedCount()
+		if err != nil {
+			return err
+		}
+		if n > engaged {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the hub did not engage %s again through the proxy: see %s", hung.Name, hub.logf.Name())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+
+	pipelines, all := makePipelines(ns, s, members, o.replicas, false)
+	var placements []placement
+	for _, p := range all {
+		if p.member != hung.Name {
+			placements = append(placements, p)
+		}
+	}
+	res.hungPlacements = len(placements)
+	proxy.Hang()
+	defer proxy.Resume()
+	obs, err := newObserver(ctx, ns, healthy, e.hub, placements, false)
+	if err != nil {
+		return err
+	}
+	t0 := time.Now()
+	if err := e.submit(ctx, pipelines); err != nil {
+		return err
+	}
+	res.hung, err = obs.wait(t0, o.timeout)
+	obs.stop()
+	if err != nil {
+		res.hungErr = err.Error()
+	}
+	fmt.Printf("   hung member %s: healthy placements converged in %s %s\n", hung.Name, res.hung.Round(time.Millisecond), res.hungErr)
+	return nil
+}
