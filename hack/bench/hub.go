@@ -176,11 +176,13 @@ func reconciles(ctx context.Context, metricsAddr string) (int, error) {
 	return n, nil
 }
 
-// engagedCount is how many times the hub has engaged a member so far (see waitEngaged).
-func (h *hubProcess) engagedCount() (int, error) {
+// engagements is how many times the hub has finished engaging member: its caches are ready and
+// every controller watches it ("Cluster cache is ready" comes before the controllers' watches are
+// set up).
+func (h *hubProcess) engagements(member string) (int, error) {
 	b, err := os.ReadFile(h.logf.Name())
 	if err != nil {
 		return 0, err
 	}
-	return bytes.Count(b, []byte("Cluster cache is ready")), nil
+	return bytes.Count(b, []byte(`"msg":"Successfully engaged manager","cluster":"`+member+`"`)), nil
 }
