@@ -21,7 +21,6 @@ import (
 // hangs while the hub engages it is another case: see docs/benchmarks.md.)
 func (e *env) runHung(ctx context.Context, o options, s size, res *result, hub *hubProcess, sysNS, ns string, members []*testenv.Cluster) error {
 	hung := members[s.C-1]
-	healthy := members[:s.C-1]
 	u, err := url.Parse(hung.Config.Host)
 	if err != nil {
 		return err
@@ -72,29 +71,11 @@ func (e *env) runHung(ctx context.Context, o options, s size, res *result, hub *
 		time.Sleep(100 * time.Millisecond)
 	}
 
-	pipelines, all := makePipelines(ns, s, members, o.replicas, false)
-	var placements []placement
-	for _, p := range all {
-		if p.member != hung.Name {
-			placements = append(placements, p)
-		}
-	}
-	res.hungPlacements = len(placements)
 	proxy.Hang()
 	defer proxy.Resume()
-	obs, err := newObserver(ctx, ns, healthy, e.hub, placements, false)
-	if err != nil {
+	if res.hung, err = e.runWithout(ctx, o, s, ns, members, hung); err != nil {
 		return err
 	}
-	t0 := time.Now()
-	if err := e.submit(ctx, pipelines); err != nil {
-		return err
-	}
-	res.hung, err = obs.wait(t0, o.timeout)
-	obs.stop()
-	if err != nil {
-		res.hungErr = err.Error()
-	}
-	fmt.Printf("   hung member %s: healthy placements converged in %s %s\n", hung.Name, res.hung.Round(time.Millisecond), res.hungErr)
+	fmt.Printf("   hung member %s: healthy placements converged in %s %s\n", hung.Name, res.hung.took.Round(time.Millisecond), res.hung.err)
 	return nil
 }

@@ -247,16 +247,11 @@ type result struct {
 	hubSideWrites map[string]int
 	idleMembers   map[string]int
 	idleHub       map[string]int
-	// dead is the convergence of the healthy placements with one member down; 0 when not run.
-	dead           time.Duration
-	deadPlacements int
-	// hung is the convergence of the healthy placements with one member hung.
-	hung              time.Duration
-	hungPlacements    int
-	hungErr           string
-	rssBase, rssEnd   int64 // KiB
-	hwm               int64 // KiB
-	floorErr, deadErr string
+	// dead and hung are the runs with one member down and one member hung (zero when not run).
+	dead, hung      degradedRun
+	rssBase, rssEnd int64 // KiB
+	hwm             int64 // KiB
+	floorErr        string
 	// reconciles is the number of pipeline reconciles the hub ran in the create run.
 	reconciles int
 	// floorCPU and hubCPU are the CPU time used during the create runs.
@@ -453,32 +448,13 @@ func runSize(ctx context.Context, e *env, o options, s size, idx int) (result, e
 	// 4. One member down.
 	if s.C >= 2 {
 		dead := members[s.C-1]
-		healthy := members[:s.C-1]
-		deadPipelines, all := makePipelines(deadNS, s, members, o.replicas, false)
-		var want []placement
-		for _, p := range all {
-			if p.member != dead.Name {
-				want = append(want, p)
-			}
-		}
-		res.deadPlacements = len(want)
 		if err := dead.StopAPIServer(); err != nil {
 			return res, err
 		}
-		obs, err := newObserver(ctx, deadNS, healthy, e.hub, want, false)
-		if err != nil {
+		if res.dead, err = e.runWithout(ctx, o, s, deadNS, members, dead); err != nil {
 			return res, err
 		}
-		t0 := time.Now()
-		if err := e.submit(ctx, deadPipelines); err != nil {
-			return res, err
-		}
-		res.dead, err = obs.wait(t0, o.timeout)
-		obs.stop()
-		if err != nil {
-			res.deadErr = err.Error()
-		}
-		fmt.Printf("   dead member %s: healthy placements converged in %s %s\n", dead.Name, res.dead.Round(time.Millisecond), res.deadErr)
+		fmt.Printf("   dead member %s: healthy placements converged in %s %s\n", dead.Name, res.dead.took.Round(time.Millisecond), res.dead.err)
 		if err := dead.StartAPIServer(); err != nil {
 			return res, err
 		}
@@ -709,8 +685,8 @@ const tableHeader = "| C×P | placements (objects) | floor s | hub s | hub/floor
 	"|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 
 func tableRow(r result) string {
-	dead, deadRatio := degraded(r.dead, r.deadPlacements, r.deadErr, r.hub)
-	hung, hungRatio := degraded(r.hung, r.hungPlacements, r.hungErr, r.hub)
+	dead, deadRatio := r.dead.cells(r.hub)
+	hung, hungRatio := r.hung.cells(r.hub)
 	perK := float64(r.rssEnd-r.rssBase) / 1024 / float64(r.placements) * 1000
 	return fmt.Sprintf("| %s | %d (%d) | %s | %s | %.2f | %s (%s) | %.2f | %.2f | %s | %s | %s | %s | %s | %s | %s | %.1f |",
 		r.size, r.placements, r.objects, secs(r.floor), secs(r.hub), r.hub.Seconds()/r.floor.Seconds(),
@@ -719,15 +695,57 @@ func tableRow(r result) string {
 		fmtCounts(r.idleMembers), fmtCounts(r.idleHub), dead, deadRatio, hung, hungRatio, mib(r.hwm), perK)
 }
 
-// degraded formats a run with one member down or hung: its time and its ratio to the all-up run.
-func degraded(d time.Duration, placements int, errText string, allUp time.Duration) (string, string) {
+// degradedRun is a run with one member down or hung: the convergence of the placements on the
+// healthy members.
+type degradedRun struct {
+	took       time.Duration
+	placements int
+	err        string
+}
+
+// runWithout creates P pipelines in ns, placed as in the other runs, and times the convergence of
+// their placements on every member but faulty (which the caller has made fail).
+func (e *env) runWithout(ctx context.Context, o options, s size, ns string, members []*testenv.Cluster, faulty *testenv.Cluster) (degradedRun, error) {
+	var run degradedRun
+	pipelines, all := makePipelines(ns, s, members, o.replicas, false)
+	var want []placement
+	var healthy []*testenv.Cluster
+	for _, p := range all {
+		if p.member != faulty.Name {
+			want = append(want, p)
+		}
+	}
+	for _, m := range members {
+		if m != faulty {
+			healthy = append(healthy, m)
+		}
+	}
+	run.placements = len(want)
+	obs, err := newObserver(ctx, ns, healthy, e.hub, want, false)
+	if err != nil {
+		return run, err
+	}
+	t0 := time.Now()
+	if err := e.submit(ctx, pipelines); err != nil {
+		return run, err
+	}
+	run.took, err = obs.wait(t0, o.timeout)
+	obs.stop()
+	if err != nil {
+		run.err = err.Error()
+	}
+	return run, nil
+}
+
+// cells formats the run for the table: its time and its ratio to the all-up run.
+func (d degradedRun) cells(allUp time.Duration) (string, string) {
 	switch {
-	case placements == 0:
+	case d.placements == 0:
 		return "n/a (C=1)", "n/a"
-	case errText != "":
+	case d.err != "":
 		return "timeout", "-"
 	}
-	return fmt.Sprintf("%s (%d placements)", secs(d), placements), fmt.Sprintf("%.2f", d.Seconds()/allUp.Seconds())
+	return fmt.Sprintf("%s (%d placements)", secs(d.took), d.placements), fmt.Sprintf("%.2f", d.took.Seconds()/allUp.Seconds())
 }
 
 func renderTable(rs []result) string {
