@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -124,9 +125,11 @@ func setup(ctx context.Context, o options, cfg *rest.Config) (mcmanager.Manager,
 	// Member caches hold only what the hub writes, and use our scheme so ScaledObjects decode.
 	memberOptions := []cluster.Option{
 		func(co *cluster.Options) { co.Scheme = scheme },
-		fleet.MemberClusterOption(),
+		fleet.MemberClusterOptions(o.memberTimeout),
 	}
-	provider, setupProvider := newProvider(o, memberOptions)
+	liveness := &fleet.Liveness{}
+	restOptions := []func(*rest.Config) error{fleet.MemberRequestDeadline(o.memberTimeout), liveness.Track}
+	provider, setupProvider := newProvider(o, memberOptions, restOptions)
 
 	mgr, err := mcmanager.New(cfg, provider, manager.Options{
 		Scheme:                        scheme,
@@ -139,6 +142,11 @@ func setup(ctx context.Context, o options, cfg *rest.Config) (mcmanager.Manager,
 		LeaderElectionNamespace:       o.providerNamespace,
 		LeaderElectionReleaseOnCancel: true, // safe: the process exits as soon as Start returns
 		WebhookServer:                 webhook.NewServer(webhook.Options{Port: o.webhookPort, CertDir: o.webhookCertDir}),
+		// The kubeconfig provider engages members from one controller on kubeconfig Secrets, one
+		// worker by default: a member that does not answer held every other member's engagement
+		// for as long as its cache took to give up (found by test/faults). Secrets are
+		// independent (the queue never runs one key twice at once).
+		Controller: config.Controller{GroupKindConcurrency: map[string]int{"Secret": providerWorkers}},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating the manager: %w", err)
@@ -155,6 +163,7 @@ func setup(ctx context.Context, o options, cfg *rest.Config) (mcmanager.Manager,
 		KEDAPrometheusAddress:   o.kedaPrometheusAddress,
 		KEDAThreshold:           o.kedaThreshold,
 		MemberTimeout:           o.memberTimeout,
+		Liveness:                liveness,
 		TombstoneGrace:          o.tombstoneGrace,
 		TombstoneNamespace:      o.tombstoneNamespace,
 		MaxConcurrentReconciles: o.maxConcurrentReconciles,
@@ -223,16 +232,19 @@ func newScheme() (*runtime.Scheme, error) {
 	return s, nil
 }
 
+// providerWorkers is how many members the kubeconfig provider engages at once.
+const providerWorkers = 4
+
 // setupFunc registers a provider's own controller with the manager.
 type setupFunc func(context.Context, mcmanager.Manager) error
 
 // newProvider returns the member cluster provider --cluster-provider names.
-func newProvider(o options, memberOptions []cluster.Option) (multicluster.Provider, setupFunc) {
+func newProvider(o options, memberOptions []cluster.Option, restOptions []func(*rest.Config) error) (multicluster.Provider, setupFunc) {
 	if o.clusterProvider == providerClusterProfile {
-		p := clusterprofile.New(clusterprofile.Options{Namespace: o.providerNamespace, ClusterOptions: memberOptions})
+		p := clusterprofile.New(clusterprofile.Options{Namespace: o.providerNamespace, ClusterOptions: memberOptions, RESTOptions: restOptions})
 		return p, p.SetupWithManager
 	}
-	p := kubeconfig.New(kubeconfig.Options{Namespace: o.providerNamespace, ClusterOptions: memberOptions})
+	p := kubeconfig.New(kubeconfig.Options{Namespace: o.providerNamespace, ClusterOptions: memberOptions, RESTOptions: restOptions})
 	return p, p.SetupWithManager
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -29,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 	mcbuilder "sigs.k8s.io/multicluster-runtime/pkg/builder"
 	mccontroller "sigs.k8s.io/multicluster-runtime/pkg/controller"
 	mchandler "sigs.k8s.io/multicluster-runtime/pkg/handler"
@@ -99,9 +101,16 @@ type CoordinatorReconciler struct {
 	RetryInterval time.Duration
 	// WaitInterval polls a departed member while its coordinator goes away.
 	WaitInterval time.Duration
+	// Liveness follows whether members answer (its Track must be among the provider's REST
+	// options); without it, a reconcile waits for a hung member for half of MemberTimeout.
+	Liveness *Liveness
 
-	applier       applier
-	breaker       memberBreaker
+	applier applier
+	breaker memberBreaker
+	// late is the member work running, some of it past the reconcile that started it (fanOut).
+	late lateWork
+	// queue is the controller's queue: late work that ends brings its pipeline back through it.
+	queue         atomic.Pointer[workqueue.TypedRateLimitingInterface[mcreconcile.Request]]
 	memberClients memberClientSet
 	// hubEchoes filters the hub watch events of our own writes to pipelines (echoFilter).
 	hubEchoes echoFilter
@@ -148,6 +157,9 @@ const lookAgainAfter = 10 * time.Millisecond
 func (r *CoordinatorReconciler) reconcile(ctx context.Context, req mcreconcile.Request) (ctrl.Result, error) {
 	p := &urutauv1alpha1.CDCPipeline{}
 	if err := r.Client.Get(ctx, req.NamespacedName, p); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.late.forget(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !p.DeletionTimestamp.IsZero() {
@@ -250,9 +262,12 @@ func (r *CoordinatorReconciler) reconcileNormal(ctx context.Context, p *urutauv1
 
 	// Stop: clean departed members first, concurrently.
 	departed := sets.List(inv.Difference(sets.New(selected...)))
-	dep := fanOut(ctx, r.MemberTimeout, departed, func(ctx context.Context, m string) departedResult {
+	dep, lateDep := fanOut(ctx, r.fanOutOptions(p), departed, func(ctx context.Context, m string) departedResult {
 		return r.cleanMember(ctx, p, m)
 	})
+	for _, m := range lateDep {
+		dep[m] = r.lateDeparted(m)
+	}
 	states := map[string]DepartedState{}
 	for m, d := range dep {
 		states[m] = d.state
@@ -283,9 +298,12 @@ func (r *CoordinatorReconciler) reconcileNormal(ctx context.Context, p *urutauv1
 		}
 	}
 
-	results := fanOut(ctx, r.MemberTimeout, plan.Apply, func(ctx context.Context, m string) memberResult {
+	results, late := fanOut(ctx, r.fanOutOptions(p), plan.Apply, func(ctx context.Context, m string) memberResult {
 		return r.applyMember(ctx, p, byName[m])
 	})
+	for _, m := range late {
+		results[m] = lateMember(p, m)
+	}
 
 	var term *urutauv1alpha1.Terminated
 	for _, m := range plan.Apply {
@@ -362,9 +380,12 @@ func (r *CoordinatorReconciler) reconcileDelete(ctx context.Context, p *urutauv1
 		return ctrl.Result{}, nil
 	}
 	inv := sets.List(sets.New(p.Status.Inventory...))
-	dep := fanOut(ctx, r.MemberTimeout, inv, func(ctx context.Context, m string) departedResult {
+	dep, late := fanOut(ctx, r.fanOutOptions(p), inv, func(ctx context.Context, m string) departedResult {
 		return r.cleanMember(ctx, p, m)
 	})
+	for _, m := range late {
+		dep[m] = r.lateDeparted(m)
+	}
 	elapsed := time.Since(p.DeletionTimestamp.Time)
 	var keep []string
 	var shown []MemberObservation
@@ -514,24 +535,46 @@ func (r *CoordinatorReconciler) event(p *urutauv1alpha1.CDCPipeline, eventType, 
 	r.Recorder.Eventf(p, nil, eventType, reason, action, note, args...)
 }
 
-// fanOut runs fn for every member concurrently, each under its own timeout, and waits for all:
-// one slow or dead member never delays or aborts the others beyond its own timeout.
-func fanOut[T any](ctx context.Context, timeout time.Duration, members []string, fn func(context.Context, string) T) map[string]T {
-	out := make(map[string]T, len(members))
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for _, m := range members {
-		wg.Go(func() {
-			mctx, cancel := context.WithTimeout(ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("cluster", m)), timeout)
-			defer cancel()
-			v := fn(mctx, m)
-			mu.Lock()
-			out[m] = v
-			mu.Unlock()
-		})
+// fanOutOptions are fanOut's options for p's reconcile: work on a member starts only where none
+// of p's runs, a member whose work the reconcile stops waiting for is slow (memberBreaker), and
+// late work that ends brings p back, with the pipelines that skipped the member meanwhile.
+func (r *CoordinatorReconciler) fanOutOptions(p *urutauv1alpha1.CDCPipeline) fanOutOptions {
+	key := client.ObjectKeyFromObject(p)
+	return fanOutOptions{
+		timeout:  r.MemberTimeout,
+		patience: r.MemberTimeout / 2,
+		start:    func(m string) bool { return r.late.begin(lateKey{key, m}) },
+		stored:   func(m string) (any, bool) { return r.late.take(lateKey{key, m}, p.UID, p.Generation) },
+		slow:     r.breaker.markSlow,
+		giveUp: func(m string) bool {
+			return r.breaker.isSlow(m) || r.Liveness.silent(r.memberClients.host(m), time.Now()) >= memberSilence
+		},
+		end: func(m string, late bool, v any) {
+			r.late.end(lateKey{key, m}, late, lateResult{uid: p.UID, generation: p.Generation, v: v})
+			if late {
+				r.requeue(append(r.breaker.settle(m), key)...)
+			}
+		},
 	}
-	wg.Wait()
-	return out
+}
+
+// requeue has pipelines reconciled again.
+func (r *CoordinatorReconciler) requeue(keys ...types.NamespacedName) {
+	q := r.queue.Load()
+	if q == nil {
+		return
+	}
+	for _, k := range keys {
+		(*q).Add(mcreconcile.Request{Request: reconcile.Request{NamespacedName: k}, ClusterName: mcmanager.LocalCluster})
+	}
+}
+
+// queueSource is a source that only keeps the controller's queue, for requeue.
+func (r *CoordinatorReconciler) queueSource() source.TypedSource[mcreconcile.Request] {
+	return source.TypedFunc[mcreconcile.Request](func(_ context.Context, q workqueue.TypedRateLimitingInterface[mcreconcile.Request]) error {
+		r.queue.Store(&q)
+		return nil
+	})
 }
 
 func joinNames(s []string) string {
@@ -559,12 +602,6 @@ func memberWatchedKinds() []client.Object {
 // cached: they are read live.
 func MemberCacheOptions() cache.Options {
 	return cache.Options{DefaultLabelSelector: memberSelector()}
-}
-
-// MemberClusterOption applies MemberCacheOptions to a member cluster, keeping its other cache
-// options; hand it to the provider (kubeconfig.Options.ClusterOptions).
-func MemberClusterOption() cluster.Option {
-	return func(o *cluster.Options) { o.Cache.DefaultLabelSelector = memberSelector() }
 }
 
 func memberSelector() labels.Selector {
@@ -649,7 +686,9 @@ func (r *CoordinatorReconciler) notOurEcho() predicate.Predicate {
 // inventoryEventHandler re-places every pipeline when a member joins, leaves or is relabelled.
 func (r *CoordinatorReconciler) inventoryEventHandler(multicluster.ClusterName, cluster.Cluster) handler.TypedEventHandler[client.Object, mcreconcile.Request] {
 	return mchandler.TypedEnqueueRequestsFromMapFuncWithClusterPreservation[client.Object, mcreconcile.Request](
-		func(ctx context.Context, _ client.Object) []mcreconcile.Request {
+		func(ctx context.Context, entry client.Object) []mcreconcile.Request {
+			// A changed entry (a new kubeconfig) is worth trying at once.
+			r.breaker.forgive(entry.GetName())
 			list := &urutauv1alpha1.CDCPipelineList{}
 			if err := r.Client.List(ctx, list); err != nil {
 				ctrl.LoggerFrom(ctx).Error(err, "listing CDCPipelines after an inventory change")
@@ -720,6 +759,7 @@ func (r *CoordinatorReconciler) SetupWithManager(mgr mcmanager.Manager) error {
 			mcbuilder.WithEngageWithLocalCluster(false),
 			mcbuilder.WithEngageWithProviderClusters(true))
 	}
+	b = b.WatchesRawSource(r.queueSource())
 	b = b.Watches(r.Inventory.EntryType(), r.inventoryEventHandler,
 		mcbuilder.WithEngageWithLocalCluster(true),
 		mcbuilder.WithEngageWithProviderClusters(false),

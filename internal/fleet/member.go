@@ -3,6 +3,7 @@ package fleet
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -106,11 +107,38 @@ func (r *CoordinatorReconciler) applyMember(ctx context.Context, p *urutauv1alph
 	defer func() { memberDuration.WithLabelValues(m.Name).Observe(time.Since(start).Seconds()) }()
 	log := ctrl.LoggerFrom(ctx).WithValues("cluster", m.Name)
 
+	// Every step from here on waits for the member: one that does not answer, or that the
+	// provider has not engaged, is held off (memberBreaker) rather than waited for in every
+	// reconcile.
+	probe, err := r.breaker.allow(m.Name, client.ObjectKeyFromObject(p), time.Now())
+	switch {
+	case errors.Is(err, errSlow):
+		return lateMember(p, m.Name)
+	case err != nil:
+		res.fail(fmt.Errorf("cluster %q: %w", m.Name, err))
+		res.obs.Message, res.eventMessage = err.Error(), err.Error()
+		return res
+	}
+	notEngaged := false
+	defer func() {
+		hold := ""
+		switch {
+		case res.timedOut:
+			log.Info("cluster did not answer in time: held off", "error", res.obs.Message, "retryIn", r.RetryInterval)
+			hold = r.timeoutMessage(m.Name)
+			res.obs.Message, res.eventMessage = hold, hold
+		case notEngaged:
+			hold = res.obs.Message
+		}
+		r.requeue(r.breaker.done(m.Name, probe, !res.unreachable, hold, time.Now(), r.RetryInterval)...)
+	}()
+
 	cl, err := r.engagedCluster(ctx, m.Name)
 	if err != nil {
 		// Say what it means for a person: the usual cause of a member that never engages is its
 		// inventory entry (found by test/faults with a garbage kubeconfig Secret).
 		res.fail(fmt.Errorf("the hub has no connection to cluster %q: its kubeconfig Secret or ClusterProfile gives no working client, or the cluster did not answer when the hub connected (the hub's log says which): %w", m.Name, err))
+		notEngaged = res.unreachable
 		return res
 	}
 	w, err := coordinator.Render(p, r.settingsFor(p, m))
@@ -133,22 +161,6 @@ func (r *CoordinatorReconciler) applyMember(ctx context.Context, p *urutauv1alph
 	// and ScaledObjects are read live; the ScaledObject list is made on every reconcile, so a dead
 	// member still shows as unreachable rather than as stale success.
 	cached, live, writer := mc.cached, mc.live, mc.cached
-
-	// From here on every step sends requests to the member: a member whose requests time out is
-	// held off (memberBreaker) rather than waited for in every reconcile.
-	allowed, probe := r.breaker.allow(m.Name, time.Now())
-	if !allowed {
-		res.fail(fmt.Errorf("cluster %q: %w", m.Name, errHeldOff))
-		res.obs.Message, res.eventMessage = r.timeoutMessage(), r.timeoutMessage()
-		return res
-	}
-	defer func() {
-		if res.timedOut {
-			log.Info("cluster did not answer in time: held off", "error", res.obs.Message, "retryIn", r.RetryInterval)
-			res.obs.Message, res.eventMessage = r.timeoutMessage(), r.timeoutMessage()
-		}
-		r.breaker.done(m.Name, probe, res.timedOut, !res.unreachable, time.Now(), r.RetryInterval)
-	}()
 
 	// The live reads depend on nothing this reconcile writes, so they run while the applies do
 	// rather than after them (hack/bench -concurrency 1 measured the ScaledObject list alone at a
@@ -354,29 +366,40 @@ type departedResult struct {
 func (r *CoordinatorReconciler) cleanMember(ctx context.Context, p *urutauv1alpha1.CDCPipeline, member string) departedResult {
 	start := time.Now()
 	defer func() { memberDuration.WithLabelValues(member).Observe(time.Since(start).Seconds()) }()
+	key := client.ObjectKeyFromObject(p)
+	probe, err := r.breaker.allow(member, key, time.Now())
+	switch {
+	case errors.Is(err, errSlow):
+		return r.lateDeparted(member)
+	case err != nil:
+		memberErrors.WithLabelValues(member, "unreachable").Inc()
+		return departedResult{state: DepartedUnreachable, message: err.Error()}
+	}
 	cl, err := r.engagedCluster(ctx, member)
 	if err != nil {
 		memberErrors.WithLabelValues(member, "unreachable").Inc()
-		return departedResult{state: DepartedUnreachable, message: "cluster is not engaged: " + err.Error()}
+		msg := "cluster is not engaged: " + err.Error()
+		r.requeue(r.breaker.done(member, probe, false, msg, time.Now(), r.RetryInterval)...)
+		return departedResult{state: DepartedUnreachable, message: msg}
 	}
 	mc, err := r.memberClients.get(member, cl)
 	if err != nil {
 		memberErrors.WithLabelValues(member, "error").Inc()
+		r.requeue(r.breaker.done(member, probe, false, "", time.Now(), r.RetryInterval)...)
 		return departedResult{state: DepartedHolding, message: err.Error(), err: err}
-	}
-	allowed, probe := r.breaker.allow(member, time.Now())
-	if !allowed {
-		memberErrors.WithLabelValues(member, "unreachable").Inc()
-		return departedResult{state: DepartedUnreachable, message: r.timeoutMessage()}
 	}
 	res, err := cleanupMember(ctx, mc.live, mc.cached, p.Namespace, p.UID, p.Name)
 	timedOut := isUnreachable(err) && isTimeout(err)
-	r.breaker.done(member, probe, timedOut, !isUnreachable(err), time.Now(), r.RetryInterval)
+	hold := ""
+	if timedOut {
+		hold = r.timeoutMessage(member)
+	}
+	r.requeue(r.breaker.done(member, probe, !isUnreachable(err), hold, time.Now(), r.RetryInterval)...)
 	switch {
 	case timedOut:
 		memberErrors.WithLabelValues(member, "unreachable").Inc()
 		ctrl.LoggerFrom(ctx).Info("cluster did not answer in time: held off", "error", err.Error(), "retryIn", r.RetryInterval)
-		return departedResult{state: DepartedUnreachable, deleted: res.deleted, message: r.timeoutMessage()}
+		return departedResult{state: DepartedUnreachable, deleted: res.deleted, message: hold}
 	case isUnreachable(err):
 		memberErrors.WithLabelValues(member, "unreachable").Inc()
 		return departedResult{state: DepartedUnreachable, deleted: res.deleted, message: "cluster does not answer: " + err.Error()}
@@ -392,6 +415,26 @@ func (r *CoordinatorReconciler) cleanMember(ctx context.Context, p *urutauv1alph
 		out.message = fmt.Sprintf("removing: %d object(s) left", res.others)
 	}
 	return out
+}
+
+// lateMember is what a reconcile reports for member m of p when it did not wait for its work
+// there (fanOut, memberBreaker): what status said, when it was about this generation, or Pending.
+// The pipeline is reconciled again when that work ends.
+func lateMember(p *urutauv1alpha1.CDCPipeline, m string) memberResult {
+	res := memberResult{retry: true, obs: MemberObservation{Name: m, Phase: urutauv1alpha1.ClusterPending,
+		Message: fmt.Sprintf("waiting for cluster %q to answer; the hub goes on with the other clusters meanwhile", m)}}
+	for _, c := range p.Status.Clusters {
+		if c.Name == m && c.ObservedGeneration == p.Generation && c.Phase != "" {
+			res.obs.Phase, res.obs.Message, res.obs.ReadyReplicas = c.Phase, c.Message, c.CoordinatorReadyReplicas
+		}
+	}
+	return res
+}
+
+// lateDeparted is what a reconcile reports for a departed member whose cleanup it did not wait
+// for: still removing, so nothing starts elsewhere meanwhile (stop before start).
+func (r *CoordinatorReconciler) lateDeparted(m string) departedResult {
+	return departedResult{state: DepartedHolding, message: fmt.Sprintf("removing: waiting for cluster %q to answer", m)}
 }
 
 func errMessage(err error) string {

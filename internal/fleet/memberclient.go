@@ -67,3 +67,13 @@ func (s *memberClientSet) get(member string, cl cluster.Cluster) (memberClients,
 	s.m[member] = memberClientsEntry{cl: cl, clients: c}
 	return c, nil
 }
+
+// host is the API server address of member, "" before its first clients.
+func (s *memberClientSet) host(member string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e, ok := s.m[member]; ok {
+		return e.cl.GetConfig().Host
+	}
+	return ""
+}

@@ -11,6 +11,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
@@ -83,9 +84,11 @@ var _ = BeforeSuite(func() {
 		Expect(hubClient.Create(suiteCtx, testenv.KubeconfigSecret(systemNS, name, kc, memberLabels[name]))).To(Succeed())
 	}
 
+	liveness := &fleet.Liveness{}
 	provider := kubeconfig.New(kubeconfig.Options{
 		Namespace:      systemNS,
-		ClusterOptions: []cluster.Option{fleet.MemberClusterOption()},
+		ClusterOptions: []cluster.Option{fleet.MemberClusterOptions(memberTimeout)},
+		RESTOptions:    []func(*rest.Config) error{fleet.MemberRequestDeadline(memberTimeout), liveness.Track},
 	})
 	mgr, err := mcmanager.New(hub.Config, provider, manager.Options{
 		Scheme:  testenv.Scheme(),
@@ -99,6 +102,7 @@ var _ = BeforeSuite(func() {
 		Inventory:          inventory.KubeconfigSecrets{Client: mgr.GetLocalManager().GetClient(), Namespace: systemNS},
 		Image:              image,
 		MemberTimeout:      memberTimeout,
+		Liveness:           liveness,
 		TombstoneGrace:     tombstoneGrace,
 		TombstoneNamespace: systemNS,
 		RetryInterval:      retryInterval,

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	clusterinventoryv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -34,6 +35,9 @@ type Options struct {
 	// ClusterOptions are passed to cluster.New for every member (e.g. cache options that scope
 	// member caches to the objects the hub writes).
 	ClusterOptions []cluster.Option
+	// RESTOptions change every member's rest.Config before its cluster is built (as
+	// kubeconfig.Options.RESTOptions do).
+	RESTOptions []func(*rest.Config) error
 	// CacheSyncTimeout bounds the wait for a new member's cache, so one unreachable member cannot
 	// hold the provider. Default 30s.
 	CacheSyncTimeout time.Duration
@@ -194,7 +198,13 @@ func (p *Provider) accessFor(ctx context.Context, profile *clusterinventoryv1alp
 }
 
 func (p *Provider) engageMember(log logr.Logger, name multicluster.ClusterName, acc access) error {
-	cl, err := cluster.New(acc.restConfig(), p.opts.ClusterOptions...)
+	cfg := acc.restConfig()
+	for _, opt := range p.opts.RESTOptions {
+		if err := opt(cfg); err != nil {
+			return fmt.Errorf("configuring the client of cluster %q: %w", name, err)
+		}
+	}
+	cl, err := cluster.New(cfg, p.opts.ClusterOptions...)
 	if err != nil {
 		return fmt.Errorf("creating cluster %q: %w", name, err)
 	}

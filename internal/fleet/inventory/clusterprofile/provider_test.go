@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/rest"
 	clusterinventoryv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
@@ -71,9 +72,14 @@ func TestProvider(t *testing.T) {
 	}
 	setServer(memberEnv.Config.Host)
 
-	// Member caches see only what the hub manages, as cmd/hub configures them.
+	// Member caches see only what the hub manages, as cmd/hub configures them; REST options mark
+	// each member's config.
 	provider := clusterprofile.New(clusterprofile.Options{
 		Namespace: ns,
+		RESTOptions: []func(*rest.Config) error{func(cfg *rest.Config) error {
+			cfg.UserAgent = "rest-option-applied"
+			return nil
+		}},
 		ClusterOptions: []cluster.Option{func(o *cluster.Options) {
 			o.Scheme = inventorytest.Scheme()
 			o.Cache.DefaultLabelSelector = labels.SelectorFromSet(labels.Set{managedBy: "urutau-fleet"})
@@ -110,6 +116,7 @@ func TestProvider(t *testing.T) {
 		first = seen.waitFor(g, memberName, nil)
 		cl := getMember(g, provider)
 		g.Expect(cl).To(BeIdenticalTo(first.cluster))
+		g.Expect(cl.GetConfig().UserAgent).To(Equal("rest-option-applied"), "the REST options were not applied")
 		reachMember(ctx, g, cl, "engaged")
 
 		// The caller's cluster options apply: an object the hub does not manage stays out of the

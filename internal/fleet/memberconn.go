@@ -1,0 +1,219 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+)
+
+// MemberRequestDeadline is a REST option for member clusters: every request that is not a watch
+// and carries no deadline of its own gets one of d.
+//
+// Why: client-go and controller-runtime send some requests with a context that never ends:
+// discovery for the RESTMapper (a first write of a kind, or an informer's start) and an
+// informer's LIST. Against a member that accepts connections and never answers, such a request
+// waits forever, and whoever waits on it with it: the provider engaging the member (found with
+// hack/bench: the hub stalled for 5 minutes), and every reconcile whose write needs the RESTMapper
+// that request holds. rest.Config.Timeout would also cut the watches, which must stay open.
+func MemberRequestDeadline(d time.Duration) func(*rest.Config) error {
+	return func(cfg *rest.Config) error {
+		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &deadlineRoundTripper{rt: rt, d: d} })
+		return nil
+	}
+}
+
+type deadlineRoundTripper struct {
+	rt http.RoundTripper
+	d  time.Duration
+}
+
+func (t *deadlineRoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
+	if _, ok := req.Context().Deadline(); ok || isWatch(req) {
+		return t.rt.RoundTrip(req)
+	}
+	ctx, cancel := context.WithTimeout(req.Context(), t.d)
+	resp, err := t.rt.RoundTrip(req.WithContext(ctx))
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	// The deadline covers reading the body too; it ends when the caller closes it.
+	resp.Body = &cancelOnClose{ReadCloser: resp.Body, cancel: cancel}
+	return resp, nil
+}
+
+func isWatch(req *http.Request) bool {
+	w := req.URL.Query().Get("watch")
+	return w == "true" || w == "1"
+}
+
+type cancelOnClose struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (c *cancelOnClose) Close() error {
+	err := c.ReadCloser.Close()
+	c.cancel()
+	return err
+}
+
+// Liveness tells, per member API server, whether it answers: how long requests to it have waited
+// with no answer at all. A member that is busy keeps answering some of the requests it has; one
+// that hangs answers none. fanOut stops waiting for a member that stays silent for memberSilence,
+// which tells a hung member in a fraction of the time its requests take to time out, and does not
+// mistake a slow one for it. Add Track to every member's REST options.
+type Liveness struct {
+	mu    sync.Mutex
+	hosts map[string]*hostLiveness
+}
+
+type hostLiveness struct {
+	// waiting counts the requests sent that have not returned (watches excepted: they stay open).
+	waiting int
+	// since is the last answer, or when a request was sent while none waited, if later.
+	since time.Time
+}
+
+// Track is a REST option that has Liveness follow the requests of the member cfg is for.
+func (l *Liveness) Track(cfg *rest.Config) error {
+	host := cfg.Host
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &livenessRoundTripper{rt: rt, l: l, host: host} })
+	return nil
+}
+
+// silent is how long the requests waiting on host have had no answer (0 when none waits).
+func (l *Liveness) silent(host string, now time.Time) time.Duration {
+	if l == nil {
+		return 0
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	h := l.hosts[host]
+	if h == nil || h.waiting == 0 {
+		return 0
+	}
+	return now.Sub(h.since)
+}
+
+func (l *Liveness) sent(host string, now time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.hosts == nil {
+		l.hosts = map[string]*hostLiveness{}
+	}
+	h := l.hosts[host]
+	if h == nil {
+		h = &hostLiveness{}
+		l.hosts[host] = h
+	}
+	if h.waiting == 0 {
+		h.since = now
+	}
+	h.waiting++
+}
+
+// returned records the end of a request; answered tells that the member answered it (an error
+// that is not an answer, a timeout above all, proves nothing).
+func (l *Liveness) returned(host string, answered bool, now time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	h := l.hosts[host]
+	h.waiting--
+	if answered {
+		h.since = now
+	}
+}
+
+type livenessRoundTripper struct {
+	rt   http.RoundTripper
+	l    *Liveness
+	host string
+}
+
+func (t *livenessRoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
+	if isWatch(req) {
+		resp, err := t.rt.RoundTrip(req)
+		if err == nil {
+			t.l.mu.Lock()
+			if h := t.l.hosts[t.host]; h != nil {
+				h.since = time.Now()
+			}
+			t.l.mu.Unlock()
+		}
+		return resp, err
+	}
+	t.l.sent(t.host, time.Now())
+	resp, err := t.rt.RoundTrip(req)
+	t.l.returned(t.host, err == nil, time.Now())
+	return resp, err
+}
+
+// MemberClusterOptions scope a member's cache to the objects the hub writes (MemberCacheOptions,
+// keeping its other cache options) and bound the first sync of that cache by syncTimeout; hand
+// them to the provider (kubeconfig.Options.ClusterOptions).
+//
+// Why the bound: the providers wait for a new member's cache to sync and then engage it with our
+// controllers, whose watch sources wait, with no deadline, for informers of each kind they watch.
+// Those informers start only then, so a member that stops answering between its connection and
+// its first LISTs held the provider, and with it every other member's engagement, for as long as
+// it did not answer. Here the providers' wait for the cache starts those informers itself and
+// gives up after syncTimeout: the provider fails this engagement and tries again later, and an
+// engagement that goes ahead finds every informer its sources want already synced.
+func MemberClusterOptions(syncTimeout time.Duration) cluster.Option {
+	return func(o *cluster.Options) {
+		o.Cache.DefaultLabelSelector = memberSelector()
+		o.NewCache = func(cfg *rest.Config, opts cache.Options) (cache.Cache, error) {
+			c, err := cache.New(cfg, opts)
+			if err != nil {
+				return nil, err
+			}
+			return &warmCache{Cache: c, kinds: memberWatchedKinds(), timeout: syncTimeout, server: cfg.Host}, nil
+		}
+	}
+}
+
+// warmCache starts the informers of kinds on its first WaitForCacheSync, within timeout.
+type warmCache struct {
+	cache.Cache
+	kinds   []client.Object
+	timeout time.Duration
+	server  string
+
+	mu     sync.Mutex
+	warmed bool
+}
+
+func (c *warmCache) WaitForCacheSync(ctx context.Context) bool {
+	if err := c.warm(ctx); err != nil {
+		ctrl.Log.WithName("member-cache").Info("cache did not sync: the provider will try the member again", "server", c.server, "timeout", c.timeout, "error", err.Error())
+		return false
+	}
+	return c.Cache.WaitForCacheSync(ctx)
+}
+
+func (c *warmCache) warm(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.warmed {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	for _, obj := range c.kinds {
+		if _, err := c.GetInformer(ctx, obj); err != nil {
+			return fmt.Errorf("starting the informer of %T: %w", obj, err)
+		}
+	}
+	c.warmed = true
+	return nil
+}
