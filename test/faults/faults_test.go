@@ -2,6 +2,8 @@ package faults
 
 import (
 	"context"
+	"fmt"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -280,12 +282,23 @@ var _ = Describe("the hub under faults", Ordered, func() {
 	}, SpecTimeout(6*time.Minute))
 
 	It("keeps running and serves the healthy member when a kubeconfig Secret is garbage or points nowhere", func(ctx SpecContext) {
-		By("registering member-garbage (not a kubeconfig) and member-nowhere (a valid kubeconfig to a closed port)")
+		By("registering member-garbage (not a kubeconfig), member-nowhere (a valid kubeconfig to a closed port) and member-0-hangs (to a host that accepts connections and never answers)")
 		nowhere, err := kubeconfigTo(lf.Members[0].KubeconfigPath, "https://127.0.0.1:1", "")
 		Expect(err).NotTo(HaveOccurred())
+		server, err := serverOf(lf.Members[0].KubeconfigPath)
+		Expect(err).NotTo(HaveOccurred())
+		silent, err := testenv.NewProxy(server)
+		Expect(err).NotTo(HaveOccurred())
+		silent.Hang()
+		DeferCleanup(silent.Close)
+		hangs, err := kubeconfigTo(lf.Members[0].KubeconfigPath, "https://"+silent.Addr(), "")
+		Expect(err).NotTo(HaveOccurred())
+		// member-0-hangs sorts before the healthy members: the provider meets it first when the
+		// hub restarts, and must not wait on it before engaging them.
 		bad := map[string][]byte{
 			"member-garbage": []byte("this is not a kubeconfig: {[\x00"),
 			"member-nowhere": nowhere,
+			"member-0-hangs": hangs,
 		}
 		for name, kc := range bad {
 			s := &corev1.Secret{
@@ -297,11 +310,14 @@ var _ = Describe("the hub under faults", Ordered, func() {
 			DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(hub.Delete(ctx, s))).To(Succeed()) })
 		}
 
-		p := pipeline(nsBadSecret, "bad-secret", 8400, memberA, "member-garbage", "member-nowhere")
+		p := pipeline(nsBadSecret, "bad-secret", 8400, memberA, "member-garbage", "member-nowhere", "member-0-hangs")
 		createAll(ctx, []*urutauv1alpha1.CDCPipeline{p})
 		By("member-a converging, the bad members Unreachable with a message naming them")
 		took := waitRunning(ctx, []*urutauv1alpha1.CDCPipeline{p}, 60*time.Second, memberA)
 		logf("member-a Ready %s after the submit", took.Round(time.Millisecond))
+		// The hub does not wait for member-0-hangs: not its --member-timeout, let alone the
+		// engagement the provider keeps trying.
+		Expect(took).To(BeNumerically("<", memberTimeout), "member-a waited for the member that hangs")
 		expectBadMembers := func() {
 			GinkgoHelper()
 			Eventually(func(g Gomega) {
@@ -329,7 +345,7 @@ var _ = Describe("the hub under faults", Ordered, func() {
 		hubBefore := requests(ctx, "hub", hubWrites)
 		time.Sleep(20 * time.Second)
 		idle := testenv.Delta(hubBefore, requests(ctx, "hub", hubWrites))
-		logf("hub API server writes in 20 s with two bad members: %s", fmtCounts(idle))
+		logf("hub API server writes in 20 s with three bad members: %s", fmtCounts(idle))
 		// The hub retries an unreachable member every 30 s and writes status only when it
 		// changes; the messages are stable, so at most one status write in 20 s (the retry may
 		// land in the window and refresh a message that carries an error detail).
@@ -344,6 +360,9 @@ var _ = Describe("the hub under faults", Ordered, func() {
 		createAll(ctx, []*urutauv1alpha1.CDCPipeline{p2})
 		took = waitRunning(ctx, []*urutauv1alpha1.CDCPipeline{p2}, 60*time.Second, memberA, memberB)
 		logf("after a hub restart with the bad Secrets present, a new pipeline was Ready on both healthy members in %s", took.Round(time.Millisecond))
+		// The provider engages the healthy members without waiting for member-0-hangs, which
+		// it meets first.
+		Expect(took).To(BeNumerically("<", memberTimeout), "the healthy members waited for the member that hangs")
 		expectBadMembers()
 		Expect(lf.HubRunning()).To(BeTrue())
 
@@ -483,6 +502,22 @@ func refused(ctx context.Context, cluster string) map[string]int {
 
 // kubeconfigTo rewrites the admin kubeconfig at path: server (when not empty) replaces the
 // server, token (when not empty) replaces the client certificate.
+// serverOf returns the host:port of the API server a kubeconfig file points at.
+func serverOf(path string) (string, error) {
+	cfg, err := clientcmd.LoadFromFile(path)
+	if err != nil {
+		return "", err
+	}
+	for _, c := range cfg.Clusters {
+		u, err := url.Parse(c.Server)
+		if err != nil {
+			return "", err
+		}
+		return u.Host, nil
+	}
+	return "", fmt.Errorf("%s names no cluster", path)
+}
+
 func kubeconfigTo(path, server, token string) ([]byte, error) {
 	cfg, err := clientcmd.LoadFromFile(path)
 	if err != nil {
