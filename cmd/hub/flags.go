@@ -115,7 +115,7 @@ func newFlagSet(o *options, watchNamespaces *string) *pflag.FlagSet {
 	fs.StringVar(&o.providerNamespace, "cluster-provider-namespace", "urutau-system",
 		"Namespace of the hub holding the kubeconfig Secrets or ClusterProfiles.")
 	fs.DurationVar(&o.memberTimeout, "member-timeout", 10*time.Second,
-		"Bound on each member's part of a reconcile, so one slow or unreachable member never delays the others.")
+		"Bound on each member's part of a reconcile, on member requests sent without a deadline, and on the first sync of a member's cache. A reconcile stops waiting for a member silent for 500ms; one whose requests time out is held off for 30s.")
 	fs.DurationVar(&o.tombstoneGrace, "tombstone-grace", 2*time.Minute,
 		"How long deletion waits for a member to be emptied (unreachable, or its coordinator pods still there) before it records a tombstone for that member and lets the CDCPipeline go.")
 	fs.StringVar(&o.tombstoneNamespace, "tombstone-namespace", "",
