@@ -546,8 +546,8 @@ func (r *CoordinatorReconciler) fanOutOptions(p *urutauv1alpha1.CDCPipeline) fan
 		start:    func(m string) bool { return r.late.begin(lateKey{key, m}) },
 		stored:   func(m string) (any, bool) { return r.late.take(lateKey{key, m}, p.UID, p.Generation) },
 		slow:     r.breaker.markSlow,
-		giveUp: func(m string) bool {
-			return r.breaker.isSlow(m) || r.Liveness.silent(r.memberClients.host(m), time.Now()) >= memberSilence
+		giveUp: func(m string, begun time.Time) bool {
+			return r.breaker.isSlow(m) || r.Liveness.silent(r.memberClients.host(m), begun, time.Now()) >= memberSilence
 		},
 		end: func(m string, late bool, v any) {
 			r.late.end(lateKey{key, m}, late, lateResult{uid: p.UID, generation: p.Generation, v: v})

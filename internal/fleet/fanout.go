@@ -31,9 +31,9 @@ type fanOutOptions struct {
 	// end is called when the work on m returns, with its result; late tells that the reconcile
 	// had stopped waiting for it.
 	end func(m string, late bool, v any)
-	// giveUp tells whether to stop waiting for m at once: it stays silent, or another reconcile
-	// found it slow.
-	giveUp func(m string) bool
+	// giveUp tells whether to stop waiting for m, whose work began at begun: it stays silent, or
+	// another reconcile found it slow.
+	giveUp func(m string, begun time.Time) bool
 }
 
 // fanOut runs fn for every member concurrently, each under its own timeout, and returns the
@@ -47,6 +47,7 @@ func fanOut[T any](ctx context.Context, o fanOutOptions, members []string, fn fu
 		m string
 		v T
 	}
+	begun := time.Now()
 	ch := make(chan result, len(members))
 	var mu sync.Mutex
 	abandoned := false
@@ -107,7 +108,7 @@ wait:
 			break wait
 		case <-tick:
 			for m := range pending {
-				if o.giveUp(m) {
+				if o.giveUp(m, begun) {
 					delete(pending, m)
 				}
 			}

@@ -69,7 +69,7 @@ func TestFanOutGoesOnWithoutAHungMember(t *testing.T) {
 	begun := time.Now()
 	// Patience of a minute: only giveUp (the member stays silent) can end the wait.
 	o := rec.options(time.Minute)
-	o.giveUp = func(m string) bool { return m == "hung" && time.Since(begun) > 50*time.Millisecond }
+	o.giveUp = func(m string, since time.Time) bool { return m == "hung" && time.Since(since) > 50*time.Millisecond }
 	done, late := fanOut(context.Background(), o, []string{"a", "hung", "b"}, work(map[string]bool{"hung": true}, release))
 	if took := time.Since(begun); took > 20*time.Second {
 		t.Fatalf("fanOut waited %s for the hung member", took)

@@ -67,11 +67,12 @@ func (c *cancelOnClose) Close() error {
 	return err
 }
 
-// Liveness tells, per member API server, whether it answers: how long requests to it have waited
-// with no answer at all. A member that is busy keeps answering some of the requests it has; one
-// that hangs answers none. fanOut stops waiting for a member that stays silent for memberSilence,
-// which tells a hung member in a fraction of the time its requests take to time out, and does not
-// mistake a slow one for it. Add Track to every member's REST options.
+// Liveness tells, per member API server, whether it answers: how long it has gone without
+// answering the requests sent to it. A member that is busy keeps answering some of them; one that
+// hangs answers none, and client-go resends a GET that lost its connection after a second, so
+// "waiting for an answer" spans failed attempts too. fanOut stops waiting for a member that stays
+// silent for memberSilence, which tells a hung member in a fraction of the time its requests take
+// to time out, and does not mistake a slow one for it. Add Track to every member's REST options.
 type Liveness struct {
 	mu    sync.Mutex
 	hosts map[string]*hostLiveness
@@ -80,7 +81,10 @@ type Liveness struct {
 type hostLiveness struct {
 	// waiting counts the requests sent that have not returned (watches excepted: they stay open).
 	waiting int
-	// since is the last answer, or when a request was sent while none waited, if later.
+	// unanswered: the last request that returned got no answer (it failed or timed out).
+	unanswered bool
+	// since is the last answer, or when a request was sent while none waited and the last one
+	// was answered, if later.
 	since time.Time
 }
 
@@ -91,18 +95,26 @@ func (l *Liveness) Track(cfg *rest.Config) error {
 	return nil
 }
 
-// silent is how long the requests waiting on host have had no answer (0 when none waits).
-func (l *Liveness) silent(host string, now time.Time) time.Duration {
+// silent is how long host has gone without an answer, counted from from at the earliest: 0 when
+// no request waits and the last one was answered.
+func (l *Liveness) silent(host string, from, now time.Time) time.Duration {
 	if l == nil {
 		return 0
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	h := l.hosts[host]
-	if h == nil || h.waiting == 0 {
+	if h == nil || (h.waiting == 0 && !h.unanswered) {
 		return 0
 	}
-	return now.Sub(h.since)
+	return now.Sub(latest(h.since, from))
+}
+
+func latest(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 func (l *Liveness) sent(host string, now time.Time) {
@@ -116,21 +128,31 @@ func (l *Liveness) sent(host string, now time.Time) {
 		h = &hostLiveness{}
 		l.hosts[host] = h
 	}
-	if h.waiting == 0 {
+	if h.waiting == 0 && !h.unanswered {
 		h.since = now
 	}
 	h.waiting++
 }
 
 // returned records the end of a request; answered tells that the member answered it (an error
-// that is not an answer, a timeout above all, proves nothing).
+// is no answer: a timeout above all, but also a refused or lost connection).
 func (l *Liveness) returned(host string, answered bool, now time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	h := l.hosts[host]
 	h.waiting--
+	h.unanswered = !answered
 	if answered {
 		h.since = now
+	}
+}
+
+// answered records an answer outside a counted request (a watch that started).
+func (l *Liveness) answered(host string, now time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if h := l.hosts[host]; h != nil {
+		h.since, h.unanswered = now, false
 	}
 }
 
@@ -144,11 +166,7 @@ func (t *livenessRoundTripper) RoundTrip(req *http.Request) (*http.Response, err
 	if isWatch(req) {
 		resp, err := t.rt.RoundTrip(req)
 		if err == nil {
-			t.l.mu.Lock()
-			if h := t.l.hosts[t.host]; h != nil {
-				h.since = time.Now()
-			}
-			t.l.mu.Unlock()
+			t.l.answered(t.host, time.Now())
 		}
 		return resp, err
 	}

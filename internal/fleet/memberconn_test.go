@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"strings"
@@ -110,52 +111,62 @@ func TestLiveness(t *testing.T) {
 			}
 		}
 	}
+	t0 := time.Now()
+	silent := func(from time.Time, after time.Duration) time.Duration {
+		return l.silent(cfg.Host, from, time.Now().Add(after))
+	}
 
-	if got := l.silent(cfg.Host, time.Now()); got != 0 {
+	if got := silent(t0, time.Minute); got != 0 {
 		t.Fatalf("no request sent: silent %s, want 0", got)
 	}
 	// A watch that waits is not silence: it stays open by design.
 	watch := send("https://m:6443/api/v1/configmaps?watch=true")
 	time.Sleep(10 * time.Millisecond)
-	if got := l.silent(cfg.Host, time.Now()); got != 0 {
+	if got := silent(t0, time.Minute); got != 0 {
 		t.Fatalf("only a watch waits: silent %s, want 0", got)
 	}
-	// A request that waits: the silence grows from when it was sent...
+	// A request that waits: the silence grows from when it was sent, or from the given start if
+	// later...
 	first := send("https://m:6443/api")
-	waitFor("the request waits", func() bool { return l.silent(cfg.Host, time.Now().Add(time.Hour)) > 0 })
-	if got := l.silent(cfg.Host, time.Now().Add(time.Minute)); got < time.Minute || got > time.Minute+10*time.Second {
+	waitFor("the request waits", func() bool { return silent(t0, time.Hour) > 0 })
+	if got := silent(t0, time.Minute); got < time.Minute || got > time.Minute+10*time.Second {
 		t.Fatalf("a minute after the request: silent %s", got)
 	}
-	if got := l.silent("https://other:6443", time.Now().Add(time.Minute)); got != 0 {
+	if got := silent(time.Now().Add(30*time.Second), time.Minute); got > 30*time.Second+time.Second || got < 29*time.Second {
+		t.Fatalf("counted from 30 s on: silent %s, want 30s", got)
+	}
+	if got := l.silent("https://other:6443", t0, time.Now().Add(time.Minute)); got != 0 {
 		t.Fatalf("another member: silent %s, want 0", got)
 	}
 	// ...and answers end it.
 	close(g.release)
 	<-first
 	<-watch
-	if got := l.silent(cfg.Host, time.Now().Add(time.Minute)); got != 0 {
+	if got := silent(t0, time.Minute); got != 0 {
 		t.Fatalf("every request answered: silent %s, want 0", got)
 	}
 
-	// A request that timed out is no answer: the silence goes on while another waits.
-	g2 := &gate{release: make(chan struct{}), err: context.DeadlineExceeded}
+	// A request that fails gets no answer: the silence goes on, also while the client waits to
+	// send it again, and through the next attempt.
+	g2 := &gate{release: make(chan struct{}), err: errors.New("http2: client connection lost")}
 	rt = cfg.WrapTransport(g2)
-	before := time.Now()
-	a, b := send("https://m:6443/api"), send("https://m:6443/apis")
-	waitFor("both requests wait", func() bool { return l.silent(cfg.Host, time.Now()) > 0 })
+	failedAt := time.Now()
+	attempt := send("https://m:6443/apis")
+	waitFor("the request waits", func() bool { return silent(t0, 0) > 0 })
 	g2.release <- struct{}{}
-	waitFor("one request returns", func() bool {
-		select {
-		case <-a:
-			return true
-		case <-b:
-			return true
-		default:
-			return false
-		}
+	<-attempt
+	if got := silent(t0, time.Minute); got < time.Minute {
+		t.Fatalf("nothing waits, the last attempt failed: silent %s, want over a minute", got)
+	}
+	retry := send("https://m:6443/apis")
+	waitFor("the retry waits", func() bool {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return l.hosts[cfg.Host].waiting == 1
 	})
-	if got := l.silent(cfg.Host, before.Add(time.Minute)); got < 50*time.Second {
-		t.Fatalf("after a timeout, with a request still waiting: silent %s, want about a minute", got)
+	if got := l.silent(cfg.Host, t0, failedAt.Add(time.Minute)); got < 59*time.Second {
+		t.Fatalf("the retry of a failed request restarted the silence: %s", got)
 	}
 	close(g2.release)
+	<-retry
 }
