@@ -1,0 +1,89 @@
+package fleet
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
+
+	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
+)
+
+// Which pipelines a change of an inventory entry brings back.
+func TestInventoryEventHandler(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := urutauv1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	pipeline := func(name string, inventory ...string) client.Object {
+		return &urutauv1alpha1.CDCPipeline{ObjectMeta: metav1.ObjectMeta{Namespace: "cdc", Name: name},
+			Status: urutauv1alpha1.CDCPipelineStatus{Inventory: inventory}}
+	}
+	r := &CoordinatorReconciler{Client: fake.NewClientBuilder().WithScheme(scheme).
+		WithObjects(pipeline("on-m", "a", "m"), pipeline("elsewhere", "a"), pipeline("nowhere")).
+		WithStatusSubresource(&urutauv1alpha1.CDCPipeline{}).Build()}
+	h := r.inventoryEventHandler("", nil)
+
+	entry := func(labels, annotations map[string]string, kubeconfig string) *corev1.Secret {
+		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "urutau-system", Name: "m", Labels: labels, Annotations: annotations},
+			Data: map[string][]byte{"kubeconfig": []byte(kubeconfig)}}
+	}
+	old := entry(map[string]string{"region": "eu"}, nil, "v1")
+	queued := func(send func(context.Context, workqueue.TypedRateLimitingInterface[mcreconcile.Request])) []string {
+		t.Helper()
+		q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[mcreconcile.Request]())
+		defer q.ShutDown()
+		send(context.Background(), q)
+		var names []string
+		for q.Len() > 0 {
+			req, _ := q.Get()
+			names = append(names, req.Name)
+			q.Done(req)
+		}
+		slices.Sort(names)
+		return names
+	}
+	update := func(n client.Object) func(context.Context, workqueue.TypedRateLimitingInterface[mcreconcile.Request]) {
+		return func(ctx context.Context, q workqueue.TypedRateLimitingInterface[mcreconcile.Request]) {
+			h.Update(ctx, event.TypedUpdateEvent[client.Object]{ObjectOld: old, ObjectNew: n}, q)
+		}
+	}
+	all := []string{"elsewhere", "nowhere", "on-m"}
+
+	for _, tc := range []struct {
+		name string
+		send func(context.Context, workqueue.TypedRateLimitingInterface[mcreconcile.Request])
+		want []string
+	}{
+		{"a member joins", func(ctx context.Context, q workqueue.TypedRateLimitingInterface[mcreconcile.Request]) {
+			h.Create(ctx, event.TypedCreateEvent[client.Object]{Object: old}, q)
+		}, all},
+		{"a member leaves", func(ctx context.Context, q workqueue.TypedRateLimitingInterface[mcreconcile.Request]) {
+			h.Delete(ctx, event.TypedDeleteEvent[client.Object]{Object: old}, q)
+		}, all},
+		{"relabelled", update(entry(map[string]string{"region": "us"}, nil, "v1")), all},
+		{"a setting changed", update(entry(map[string]string{"region": "eu"}, map[string]string{AnnotationKEDAPrometheusAddress: "http://p"}, "v1")), all},
+		{"a new kubeconfig", update(entry(map[string]string{"region": "eu"}, nil, "v2")), []string{"on-m"}},
+	} {
+		if got := queued(tc.send); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: queued %v, want %v", tc.name, got, tc.want)
+		}
+	}
+
+	// Any change of the entry ends a hold on the member.
+	r.breaker.done("m", false, false, "not engaged", time.Now(), time.Hour)
+	queued(update(entry(map[string]string{"region": "eu"}, nil, "v3")))
+	if _, err := r.breaker.allow("m", types.NamespacedName{Name: "p"}, time.Now()); err != nil {
+		t.Fatalf("after a new kubeconfig the member is still held off: %v", err)
+	}
+}
