@@ -26,6 +26,8 @@ type hubProcess struct {
 	cmd    *exec.Cmd
 	logf   *os.File
 	exited chan struct{}
+	// metricsAddr serves its metrics.
+	metricsAddr string
 }
 
 // startHub runs the hub binary against the hub API server. The kubeconfig is passed in
@@ -151,6 +153,13 @@ func saveCPUProfile(ctx context.Context, addr string, d time.Duration, path stri
 // reconciles reads the hub's controller_runtime_reconcile_total for its pipeline controller, all
 // results added up.
 func reconciles(ctx context.Context, metricsAddr string) (int, error) {
+	n, err := controllerMetric(ctx, metricsAddr, "controller_runtime_reconcile_total")
+	return int(n), err
+}
+
+// controllerMetric adds up the values of the hub's metric family for its pipeline controller
+// (counters and gauges).
+func controllerMetric(ctx context.Context, metricsAddr, family string) (float64, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+metricsAddr+"/metrics", nil)
 	if err != nil {
 		return 0, err
@@ -165,15 +174,44 @@ func reconciles(ctx context.Context, metricsAddr string) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("parsing the hub's metrics: %w", err)
 	}
-	n := 0
-	for _, m := range families["controller_runtime_reconcile_total"].GetMetric() {
+	n, found := 0.0, false
+	for _, m := range families[family].GetMetric() {
 		for _, l := range m.GetLabel() {
 			if l.GetName() == "controller" && l.GetValue() == fleet.ControllerName {
-				n += int(m.GetCounter().GetValue())
+				n += m.GetCounter().GetValue() + m.GetGauge().GetValue()
+				found = true
 			}
 		}
 	}
+	if !found {
+		return 0, fmt.Errorf("the hub's metrics have no %s for controller %q", family, fleet.ControllerName)
+	}
 	return n, nil
+}
+
+// waitIdle waits until the hub's pipeline controller has nothing queued and no reconcile running,
+// twice in a row 200 ms apart.
+func waitIdle(ctx context.Context, metricsAddr string, timeout time.Duration) error {
+	idle := 0
+	for deadline := time.Now().Add(timeout); idle < 2; time.Sleep(200 * time.Millisecond) {
+		depth, err := controllerMetric(ctx, metricsAddr, "workqueue_depth")
+		if err != nil {
+			return err
+		}
+		active, err := controllerMetric(ctx, metricsAddr, "controller_runtime_active_workers")
+		if err != nil {
+			return err
+		}
+		if depth == 0 && active == 0 {
+			idle++
+		} else {
+			idle = 0
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the hub was still busy after %s (%v queued, %v reconciling)", timeout, depth, active)
+		}
+	}
+	return nil
 }
 
 // engagements is how many times the hub has finished engaging member: its caches are ready and

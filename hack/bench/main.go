@@ -341,6 +341,9 @@ func runSize(ctx context.Context, e *env, o options, s size, idx int) (result, e
 		hubArgs = append(hubArgs, "--pprof-bind-address="+pprofAddr)
 	}
 	hub, err := startHub(e.hubBin, e.kubecfg, filepath.Join(e.workDir, tag+"-hub.log"), hubArgs...)
+	if hub != nil {
+		hub.metricsAddr = metricsAddr
+	}
 	if err != nil {
 		return res, err
 	}
