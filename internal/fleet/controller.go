@@ -267,7 +267,7 @@ func (r *CoordinatorReconciler) reconcileNormal(ctx context.Context, p *urutauv1
 		return r.cleanMember(ctx, p, m)
 	})
 	for _, m := range lateDep {
-		dep[m] = r.lateDeparted(m)
+		dep[m] = lateDeparted(m)
 	}
 	states := map[string]DepartedState{}
 	for m, d := range dep {
@@ -385,7 +385,7 @@ func (r *CoordinatorReconciler) reconcileDelete(ctx context.Context, p *urutauv1
 		return r.cleanMember(ctx, p, m)
 	})
 	for _, m := range late {
-		dep[m] = r.lateDeparted(m)
+		dep[m] = lateDeparted(m)
 	}
 	elapsed := time.Since(p.DeletionTimestamp.Time)
 	var keep []string
@@ -590,19 +590,12 @@ func joinNames(s []string) string {
 }
 
 // memberWatchedKinds are the kinds watched in members. Each is cached there, but only our own
-// objects (MemberCacheOptions). ScaledObjects are not watched: a member may lack the CRD.
+// objects (MemberClusterOptions). ScaledObjects are not watched: a member may lack the CRD.
 func memberWatchedKinds() []client.Object {
 	return []client.Object{
 		&appsv1.StatefulSet{}, &corev1.ConfigMap{}, &corev1.Service{}, &corev1.ServiceAccount{},
 		&rbacv1.Role{}, &rbacv1.RoleBinding{}, &policyv1.PodDisruptionBudget{},
 	}
-}
-
-// MemberCacheOptions restricts every member cache to the objects the hub wrote, so a member's
-// ConfigMaps, Services... are not all mirrored into the hub's memory. Secrets and pods are never
-// cached: they are read live.
-func MemberCacheOptions() cache.Options {
-	return cache.Options{DefaultLabelSelector: memberSelector()}
 }
 
 func memberSelector() labels.Selector {

@@ -366,35 +366,36 @@ type departedResult struct {
 func (r *CoordinatorReconciler) cleanMember(ctx context.Context, p *urutauv1alpha1.CDCPipeline, member string) departedResult {
 	start := time.Now()
 	defer func() { memberDuration.WithLabelValues(member).Observe(time.Since(start).Seconds()) }()
-	key := client.ObjectKeyFromObject(p)
-	probe, err := r.breaker.allow(member, key, time.Now())
+	probe, err := r.breaker.allow(member, client.ObjectKeyFromObject(p), time.Now())
 	switch {
 	case errors.Is(err, errSlow):
-		return r.lateDeparted(member)
+		return lateDeparted(member)
 	case err != nil:
 		memberErrors.WithLabelValues(member, "unreachable").Inc()
 		return departedResult{state: DepartedUnreachable, message: err.Error()}
 	}
+	// Every way out tells the breaker how the member fared.
+	answered, hold := false, ""
+	defer func() {
+		r.requeue(r.breaker.done(member, probe, answered, hold, time.Now(), r.RetryInterval)...)
+	}()
 	cl, err := r.engagedCluster(ctx, member)
 	if err != nil {
 		memberErrors.WithLabelValues(member, "unreachable").Inc()
-		msg := "cluster is not engaged: " + err.Error()
-		r.requeue(r.breaker.done(member, probe, false, msg, time.Now(), r.RetryInterval)...)
-		return departedResult{state: DepartedUnreachable, message: msg}
+		hold = "cluster is not engaged: " + err.Error()
+		return departedResult{state: DepartedUnreachable, message: hold}
 	}
 	mc, err := r.memberClients.get(member, cl)
 	if err != nil {
 		memberErrors.WithLabelValues(member, "error").Inc()
-		r.requeue(r.breaker.done(member, probe, false, "", time.Now(), r.RetryInterval)...)
 		return departedResult{state: DepartedHolding, message: err.Error(), err: err}
 	}
 	res, err := cleanupMember(ctx, mc.live, mc.cached, p.Namespace, p.UID, p.Name)
 	timedOut := isUnreachable(err) && isTimeout(err)
-	hold := ""
+	answered = !isUnreachable(err)
 	if timedOut {
 		hold = r.timeoutMessage(member)
 	}
-	r.requeue(r.breaker.done(member, probe, !isUnreachable(err), hold, time.Now(), r.RetryInterval)...)
 	switch {
 	case timedOut:
 		memberErrors.WithLabelValues(member, "unreachable").Inc()
@@ -433,7 +434,7 @@ func lateMember(p *urutauv1alpha1.CDCPipeline, m string) memberResult {
 
 // lateDeparted is what a reconcile reports for a departed member whose cleanup it did not wait
 // for: still removing, so nothing starts elsewhere meanwhile (stop before start).
-func (r *CoordinatorReconciler) lateDeparted(m string) departedResult {
+func lateDeparted(m string) departedResult {
 	return departedResult{state: DepartedHolding, message: fmt.Sprintf("removing: waiting for cluster %q to answer", m)}
 }
 

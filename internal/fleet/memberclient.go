@@ -12,7 +12,7 @@ import (
 // memberClients are the clients the reconciler uses in one member.
 type memberClients struct {
 	// cached reads typed objects from the member's cache (which holds only our objects, see
-	// MemberCacheOptions) and writes directly; unstructured objects (ScaledObjects) are read live.
+	// MemberClusterOptions) and writes directly; unstructured objects (ScaledObjects) are read live.
 	cached client.Client
 	// live reads the member's API server (Secrets, ScaledObjects, confirmations).
 	live client.Reader

@@ -176,9 +176,11 @@ func (t *livenessRoundTripper) RoundTrip(req *http.Request) (*http.Response, err
 	return resp, err
 }
 
-// MemberClusterOptions scope a member's cache to the objects the hub writes (MemberCacheOptions,
-// keeping its other cache options) and bound the first sync of that cache by syncTimeout; hand
-// them to the provider (kubeconfig.Options.ClusterOptions).
+// MemberClusterOptions scope a member's cache to the objects the hub writes (the managed-by
+// label, keeping its other cache options), so a member's ConfigMaps, Services... are not all
+// mirrored into the hub's memory (Secrets and pods are never cached: they are read live), and
+// bound the first sync of that cache by syncTimeout; hand them to the provider
+// (kubeconfig.Options.ClusterOptions).
 //
 // Why the bound: the providers wait for a new member's cache to sync and then engage it with our
 // controllers, whose watch sources wait, with no deadline, for informers of each kind they watch.
