@@ -320,3 +320,32 @@ func (r *reader) tables(m map[string]any, p *field.Path) []Table {
 	}
 	return out
 }
+
+// ReaderIdentity is what one reader of a replication source is known by: two coordinators with
+// the same identity corrupt each other's stream.
+type ReaderIdentity struct {
+	// Kind is the source kind; Field the field of source the identity comes from; Value its
+	// canonical value.
+	Kind, Field, Value string
+}
+
+// Identity returns the pipeline's reader identity; ok is false when the source has none.
+func (in *Inline) Identity() (ReaderIdentity, bool) {
+	switch {
+	case in.Source.Kind == "mysql" && in.Source.ServerID != "":
+		return ReaderIdentity{Kind: "mysql", Field: "serverId", Value: canonicalNumber(in.Source.ServerID)}, true
+	case in.Source.Kind == "postgres" && in.Source.Postgres != nil && in.Source.Postgres.Slot != "":
+		return ReaderIdentity{Kind: "postgres", Field: "slotName", Value: in.Source.Postgres.Slot}, true
+	}
+	return ReaderIdentity{}, false
+}
+
+// canonicalNumber writes a whole number without leading zeros or sign, so "0042" and 42 are one
+// identity; anything else is kept as written.
+func canonicalNumber(s string) string {
+	n, err := strconv.ParseUint(strings.TrimSpace(s), 10, 64)
+	if err != nil {
+		return s
+	}
+	return strconv.FormatUint(n, 10)
+}
