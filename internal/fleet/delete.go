@@ -27,7 +27,7 @@ func (r *CoordinatorReconciler) reconcileDelete(ctx context.Context, p *urutauv1
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("listing the cluster inventory: %w", err)
 	}
-	leases, err := r.leases.of(ctx, p.UID)
+	leases, err := r.leasesOfDeleted(ctx, p)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -79,6 +79,26 @@ func (r *CoordinatorReconciler) release(ctx context.Context, p *urutauv1alpha1.C
 		})
 	}
 	return d.Left, err
+}
+
+// leasesOfDeleted lists the leases that record p: from the cache, and its own lease read from
+// the API server, which a cache that lags behind a write just made may not show yet.
+func (r *CoordinatorReconciler) leasesOfDeleted(ctx context.Context, p *urutauv1alpha1.CDCPipeline) ([]urutauv1alpha1.ReaderLease, error) {
+	cached, err := r.leases.of(ctx, p.UID)
+	if err != nil {
+		return nil, err
+	}
+	own, err := r.leases.getLive(ctx, LeaseName(sourceIdentity(p), p.UID))
+	if err != nil || own == nil || !recordsPipeline(own, p.UID) {
+		return cached, err
+	}
+	out := []urutauv1alpha1.ReaderLease{*own}
+	for _, l := range cached {
+		if l.Name != own.Name {
+			out = append(out, l)
+		}
+	}
+	return out, nil
 }
 
 // leftEntry is an entry of a deleted pipeline still in lease.

@@ -287,6 +287,25 @@ var _ = Describe("One reader per source identity", func() {
 		Consistently(func(g Gomega) { expectEmpty(g, ctx, members["b"], ns, p.UID) }, 3*time.Second).Should(Succeed())
 	})
 
+	It("adds a member to a placement that keeps one, without waiting, even while a placed member does not answer", func(ctx SpecContext) {
+		p := newPipeline(ns, "add-while-down", onClusters("a", "b"))
+		Expect(hubClient.Create(ctx, p)).To(Succeed())
+		Eventually(func(g Gomega) {
+			expectPlaced(g, ctx, members["a"], p)
+			expectPlaced(g, ctx, members["b"], p)
+		}).Should(Succeed())
+		stopAPIServer(members["a"])
+		DeferCleanup(func() { startAPIServer(members["a"]) })
+		updatePipeline(ctx, client.ObjectKeyFromObject(p), func(p *urutauv1alpha1.CDCPipeline) { p.Spec.Placement.Clusters = []string{"a", "b", "c"} })
+		Eventually(func(g Gomega) {
+			expectPlaced(g, ctx, members["c"], p)
+			got := getPipeline(g, ctx, client.ObjectKeyFromObject(p))
+			g.Expect(clusterStatus(got, "a").Phase).To(Equal(urutauv1alpha1.ClusterUnreachable))
+			g.Expect(clusterStatus(got, "a").Message).NotTo(ContainSubstring("no longer placed"))
+			g.Expect(meta.FindStatusCondition(got.Status.Conditions, fleet.ConditionMoveBlocked)).To(BeNil())
+		}).Should(Succeed())
+	})
+
 	It("counts a terminating coordinator pod as a reader", func(ctx SpecContext) {
 		p := newPipeline(ns, "terminating", onClusters("a"))
 		Expect(hubClient.Create(ctx, p)).To(Succeed())

@@ -174,9 +174,17 @@ func (r *CoordinatorReconciler) observeIdentities(ctx context.Context, p *urutau
 			first[res.id] = m
 		}
 		switch res, ok := found[m]; {
-		case !ok:
-			w.unidentified[m] = fmt.Errorf("cluster %q %w: its identity could not be read in time", m, errMemberDown)
-		case res.err != nil:
+		case !ok || res.err != nil:
+			// It does not answer: the pipeline still runs there if its objects went there (its
+			// entry says which cluster); the apply finds it down, and checks the identity
+			// before it writes anything.
+			if id := ownIdentity(w.lease, p.UID, m); id != "" {
+				w.ids[m] = id
+				continue
+			}
+			if !ok {
+				res.err = fmt.Errorf("cluster %q %w: its identity could not be read in time", m, errMemberDown)
+			}
 			w.unidentified[m] = res.err
 		default:
 			if why := identityProblem(m, w.inventory[m], res.id, ownEntries(w.lease, p.UID), w.ids); why != "" {
@@ -228,6 +236,17 @@ func identityProblem(m string, entry inventory.Member, id string, own []urutauv1
 		if e.Cluster == m && e.ClusterID != id && !registered.Has(e.ClusterID) {
 			return fmt.Sprintf("cluster %q now answers as identity %s, not %s, where this pipeline's objects were placed: its inventory entry points at another cluster. Nothing is applied there until a person accepts the new cluster (annotate the inventory entry %s=%s; the old cluster is then treated as gone)",
 				m, id, e.ClusterID, urutauv1alpha1.AnnotationClusterID, id)
+		}
+	}
+	return ""
+}
+
+// ownIdentity is the identity of the cluster an Active or Drained entry of pipeline uid names
+// member by, "" when there is none.
+func ownIdentity(l *urutauv1alpha1.ReaderLease, uid types.UID, member string) string {
+	for _, e := range ownEntries(l, uid) {
+		if e.Cluster == member && e.State != urutauv1alpha1.LeaseMemberGone {
+			return e.ClusterID
 		}
 	}
 	return ""

@@ -49,7 +49,7 @@ func (r *CoordinatorReconciler) place(ctx context.Context, p *urutauv1alpha1.CDC
 		Targets: targets, Observed: observed, Confirmed: confirmed, Now: metav1.Now().Rfc3339Copy(),
 	})
 	pl.lease = w.lease
-	if pl.decision.Changed || (w.lease != nil && current != w.lease) {
+	if pl.decision.Lease != nil && (pl.decision.Changed || (w.lease != nil && current != w.lease)) {
 		written, err := r.writeLease(w.lease, pl.decision.Lease, func(cur, next *urutauv1alpha1.ReaderLease) (*urutauv1alpha1.ReaderLease, error) {
 			return r.leases.write(ctx, cur, next)
 		})
