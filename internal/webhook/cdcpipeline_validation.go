@@ -32,6 +32,7 @@ var (
 	groupIDPath    = sourcePath.Child("groupId")
 	sinkTypePath   = inlinePath.Child("sink", "type")
 	warehousePath  = inlinePath.Child("sink", "warehouse")
+	secretsPath    = specPath.Child("secrets")
 	placementPath  = specPath.Child("placement")
 	overridesPath  = specPath.Child("overrides")
 )
@@ -60,6 +61,7 @@ func ValidateSpec(p *urutauv1alpha1.CDCPipeline) (field.ErrorList, []string) {
 	errs = append(errs, defErrs...)
 	if in != nil {
 		errs = append(errs, validateInline(in)...)
+		errs = append(errs, validateCredentialSources(p.Spec.Secrets, in)...)
 		warns = append(warns, identityWarnings(in)...)
 		warns = append(warns, in.Warnings()...)
 	}
@@ -272,6 +274,32 @@ func validateInline(in *spec.Inline) field.ErrorList {
 		wp := inlinePath.Child("tables").Index(i).Child("workers")
 		errs = append(errs, validateQuantity(wp.Child("cpu"), t.Workers.CPU)...)
 		errs = append(errs, validateQuantity(wp.Child("memory"), t.Workers.Memory)...)
+	}
+	return errs
+}
+
+// validateCredentialSources checks what urutau's webhook leaves to the coordinator's boot because
+// it cannot read Secrets, but what the spec alone decides: where source.uri and sink.uri come from.
+// The coordinator gets the uri of spec.secrets.source as URUTAU_SOURCE_URI and that of
+// spec.secrets.catalog as URUTAU_SINK_URI, fills an empty source.uri / sink.uri from them (urutau
+// spec/load.go), then validates with its credential rules: no source, no sink, or a source.uri
+// next to a source.postgres block stop it at boot, in every member.
+func validateCredentialSources(s urutauv1alpha1.Secrets, in *spec.Inline) field.ErrorList {
+	var errs field.ErrorList
+	switch {
+	case s.Source == "" && in.Source.URI == "" && in.Source.Postgres == nil:
+		errs = append(errs, field.Required(secretsPath.Child("source"),
+			"the coordinator has no source to connect to: name a Secret holding the source uri here, or set "+
+				sourcePath.Child("uri").String()+" (for postgres, "+sourcePath.Child("postgres").String()+")"))
+	case s.Source != "" && in.Source.Postgres != nil:
+		errs = append(errs, field.Forbidden(secretsPath.Child("source"),
+			"its uri fills source.uri at boot, and the coordinator refuses source.uri together with "+
+				sourcePath.Child("postgres").String()+": connect through the Secret or through the postgres block, not both"))
+	}
+	if s.Catalog == "" && in.Sink.URI == "" {
+		errs = append(errs, field.Required(secretsPath.Child("catalog"),
+			"the coordinator has no sink to write to: name a Secret holding the catalog uri here, or set "+
+				inlinePath.Child("sink", "uri").String()))
 	}
 	return errs
 }

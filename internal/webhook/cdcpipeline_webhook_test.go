@@ -67,17 +67,25 @@ func mysqlInline() doc {
 	}
 }
 
-// postgresInline is a valid Postgres definition: a slotName and the structured source block.
+// postgresInline is a valid Postgres definition: a slotName, connected through the source Secret.
 func postgresInline() doc {
 	return doc{
 		"pipeline": "pg",
-		"source": doc{"kind": "postgres", "slotName": "urutau_pg", "postgres": doc{
-			"host": "pg.internal", "database": "shop",
-			"ssh": doc{"host": "bastion", "username": "tunnel", "privateKey": "/etc/urutau/ssh/privateKey"},
-		}},
-		"sink":   doc{"type": "clickhouse", "namespace": "analytics"},
-		"tables": []any{doc{"source": "public.orders", "target": "public.orders", "primaryKey": []any{"id"}}},
+		"source":   doc{"kind": "postgres", "slotName": "urutau_pg"},
+		"sink":     doc{"type": "clickhouse", "namespace": "analytics"},
+		"tables":   []any{doc{"source": "public.orders", "target": "public.orders", "primaryKey": []any{"id"}}},
 	}
+}
+
+// pgBlock connects the Postgres source through the structured source.postgres block (with an SSH
+// tunnel) instead of the source Secret, which must then go: the Secret's uri would fill
+// source.uri, which urutau refuses next to the block.
+func pgBlock(p *urutauv1alpha1.CDCPipeline) {
+	p.Spec.Secrets.Source = ""
+	edit(func(d doc) {
+		source(d)["postgres"] = doc{"host": "pg.internal", "database": "shop",
+			"ssh": doc{"host": "bastion", "username": "tunnel", "privateKey": "/etc/urutau/ssh/privateKey"}}
+	})(p)
 }
 
 // kafkaInline is a valid Kafka definition without a consumer group: no identity the hub sees.
@@ -109,7 +117,7 @@ func pipeline(muts ...mut) *urutauv1alpha1.CDCPipeline {
 		Spec: urutauv1alpha1.CDCPipelineSpec{
 			PipelineSpec: urutauv1alpha1.PipelineSpec{
 				Definition:  urutauv1alpha1.Definition{Inline: raw(mysqlInline())},
-				Secrets:     urutauv1alpha1.Secrets{Source: "shop-db"},
+				Secrets:     urutauv1alpha1.Secrets{Source: "shop-db", Catalog: "shop-lake"},
 				Coordinator: urutauv1alpha1.CoordinatorSpec{CPU: "500m", Memory: "1Gi"},
 				Worker:      urutauv1alpha1.WorkerSpec{CPU: "250m", Memory: "512Mi", CPUOverhead: "100m", MemoryOverhead: "256Mi"},
 			},
@@ -291,7 +299,7 @@ func badCases() []testCase {
 			errs: []want{e(field.ErrorTypeTypeInvalid, src+".serverId")}},
 		{name: "postgres slotName required", obj: pipeline(inline(postgresInline()), edit(func(d doc) { delete(source(d), "slotName") })),
 			errs: []want{e(field.ErrorTypeRequired, src+".slotName")}},
-		{name: "postgres slot in the fleet's old place", obj: pipeline(inline(postgresInline()), edit(func(d doc) { pg(d)["slot"] = "urutau_pg" })),
+		{name: "postgres slot in the fleet's old place", obj: pipeline(inline(postgresInline()), pgBlock, edit(func(d doc) { pg(d)["slot"] = "urutau_pg" })),
 			errs: []want{e(field.ErrorTypeForbidden, src+".postgres.slot", "source.slotName")}},
 		{name: "postgres slotName not a slot name", obj: pipeline(inline(postgresInline()), edit(func(d doc) { source(d)["slotName"] = "Urutau-PG" })),
 			errs: []want{e(field.ErrorTypeInvalid, src+".slotName", "lower-case")}},
@@ -299,7 +307,7 @@ func badCases() []testCase {
 			errs: []want{e(field.ErrorTypeInvalid, src+".slotName")}},
 		{name: "postgres block not an object", obj: pipeline(inline(postgresInline()), edit(func(d doc) { source(d)["postgres"] = "yes" })),
 			errs: []want{e(field.ErrorTypeTypeInvalid, src+".postgres")}},
-		{name: "postgres discovery with tables", obj: pipeline(inline(postgresInline()), edit(func(d doc) { pg(d)["discover"] = true })),
+		{name: "postgres discovery with tables", obj: pipeline(inline(postgresInline()), pgBlock, edit(func(d doc) { pg(d)["discover"] = true })),
 			errs: []want{e(field.ErrorTypeForbidden, src+".postgres.discover")}},
 		{name: "tables not a list", obj: pipeline(edit(func(d doc) { d["tables"] = "raw.orders" })),
 			errs: []want{e(field.ErrorTypeTypeInvalid, inl+".tables")}},
@@ -311,6 +319,15 @@ func badCases() []testCase {
 			errs: []want{e(field.ErrorTypeInvalid, inl+".tables[0].workers.cpu", "not a valid resource quantity")}},
 		{name: "table workers memory 1 Gi", obj: pipeline(edit(func(d doc) { workers(d, 0)["memory"] = "1 Gi" })),
 			errs: []want{e(field.ErrorTypeInvalid, inl+".tables[0].workers.memory", "no spaces")}},
+
+		// --- where source.uri and sink.uri come from (the coordinator's credential rules) ---
+		{name: "no source Secret and no source.uri", obj: pipeline(func(p *urutauv1alpha1.CDCPipeline) { p.Spec.Secrets.Source = "" }),
+			errs: []want{e(field.ErrorTypeRequired, "spec.secrets.source", src+".uri")}},
+		{name: "source Secret next to the postgres block", obj: pipeline(inline(postgresInline()), pgBlock,
+			func(p *urutauv1alpha1.CDCPipeline) { p.Spec.Secrets.Source = "pg-creds" }),
+			errs: []want{e(field.ErrorTypeForbidden, "spec.secrets.source", "source.uri together with", src+".postgres")}},
+		{name: "no catalog Secret and no sink.uri", obj: pipeline(func(p *urutauv1alpha1.CDCPipeline) { p.Spec.Secrets.Catalog = "" }),
+			errs: []want{e(field.ErrorTypeRequired, "spec.secrets.catalog", inl+".sink.uri")}},
 
 		// --- coordinator and worker ---
 		{name: "coordinator cpu 2GB", obj: pipeline(func(p *urutauv1alpha1.CDCPipeline) { p.Spec.Coordinator.CPU = "2GB" }),
@@ -486,7 +503,12 @@ func goodCases() []testCase {
 		{name: "urutau's advisory warnings", obj: pipeline(edit(func(d doc) {
 			table(d, 0)["metadata"] = []any{doc{"from": "op", "as": "_op"}}
 		})), warns: []string{"tables[0].metadata[0]: in upsert mode a delete removes the row"}},
-		{name: "postgres discovery, no tables", obj: pipeline(inline(postgresInline()), edit(func(d doc) { pg(d)["discover"] = true; delete(d, "tables") }))},
+		{name: "postgres discovery, no tables", obj: pipeline(inline(postgresInline()), pgBlock, edit(func(d doc) { pg(d)["discover"] = true; delete(d, "tables") }))},
+		{name: "source and sink uri inline, no Secrets", obj: pipeline(func(p *urutauv1alpha1.CDCPipeline) { p.Spec.Secrets = urutauv1alpha1.Secrets{} },
+			edit(func(d doc) {
+				source(d)["uri"] = "mysql://repl@db/shop"
+				sink(d)["uri"] = "http://polaris:8181/api/catalog"
+			}))},
 		{name: "placed nowhere", obj: pipeline(clusters())},
 		{name: "name of exactly 40", obj: pipeline(named("shop", strings.Repeat("a", 40)))},
 		{name: "quantities in every notation", obj: pipeline(func(p *urutauv1alpha1.CDCPipeline) {
@@ -533,8 +555,8 @@ func goodCases() []testCase {
 		{name: "update: an unset serverId written as the default", old: pipeline(edit(func(d doc) { delete(source(d), "serverId") })),
 			obj: pipeline(edit(func(d doc) { source(d)["serverId"] = "1101" }))},
 		{name: "update: sink.type written as its default", old: pipeline(edit(func(d doc) { delete(sink(d), "type") })), obj: pipeline()},
-		{name: "update: postgres ssh and discover", old: pipeline(inline(postgresInline())),
-			obj: pipeline(inline(postgresInline()), edit(func(d doc) { delete(pg(d), "ssh"); pg(d)["discover"] = true; delete(d, "tables") }))},
+		{name: "update: postgres ssh and discover", old: pipeline(inline(postgresInline()), pgBlock),
+			obj: pipeline(inline(postgresInline()), pgBlock, edit(func(d doc) { delete(pg(d), "ssh"); pg(d)["discover"] = true; delete(d, "tables") }))},
 		{name: "update: metadata only on an object the rules now reject", old: pipeline(func(p *urutauv1alpha1.CDCPipeline) { p.Spec.Worker.CPU = "2GB" }),
 			obj: pipeline(func(p *urutauv1alpha1.CDCPipeline) {
 				p.Spec.Worker.CPU = "2GB"

@@ -34,6 +34,25 @@ func renders(g Gomega, p *urutauv1alpha1.CDCPipeline) *coordinator.Workload {
 	return w
 }
 
+// secretsFor names the Secrets a shape needs, as its user would: the source Secret unless the
+// definition connects by itself (source.uri, or the postgres block), the catalog Secret unless it
+// carries sink.uri.
+func secretsFor(name string, inline []byte) urutauv1alpha1.Secrets {
+	in, errs := spec.Parse(inline)
+	Expect(errs).To(BeEmpty(), name)
+	var s urutauv1alpha1.Secrets
+	if in.Source.URI == "" && in.Source.Postgres == nil {
+		s.Source = name + "-source"
+	}
+	if in.Sink.URI == "" {
+		s.Catalog = name + "-catalog"
+	}
+	if in.Source.Tunnels() {
+		s.SSH = name + "-ssh"
+	}
+	return s
+}
+
 // What a user migrating from the single-cluster operator applies: urutau's sample CR and the
 // pipeline shapes of urutau's own tests and docs, one for each source kind, discovery and each
 // registered sink. Admitted by the webhook on a real API server, and rendered from what the API
@@ -58,7 +77,7 @@ var _ = Describe("urutau's own pipelines", func() {
 				Spec: urutauv1alpha1.CDCPipelineSpec{
 					PipelineSpec: urutauv1alpha1.PipelineSpec{
 						Definition: urutauv1alpha1.Definition{Inline: &runtime.RawExtension{Raw: j}},
-						Secrets:    urutauv1alpha1.Secrets{Source: name + "-source", Catalog: name + "-catalog"},
+						Secrets:    secretsFor(name, j),
 					},
 					Placement: urutauv1alpha1.Placement{Clusters: []string{"east"}},
 				},
