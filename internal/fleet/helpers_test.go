@@ -30,12 +30,15 @@ const mysqlInline = `
 pipeline: shop
 source:
   kind: mysql
-  serverId: 1001
+  serverId: "1001"
 sink:
-  type: iceberg
+  type: iceberg+rest
+  namespace: raw
   warehouse: s3://lake/warehouse
 tables:
-- target: raw.orders
+- source: shop.orders
+  target: raw.orders
+  primaryKey: [id]
 `
 
 // newNamespace creates a fresh namespace on the hub and in every member (with the "default"
