@@ -194,8 +194,10 @@ func renderCases() []renderCase {
 		{
 			name: "postgres-ssh-discover",
 			p: func(t testing.TB) *urutauv1alpha1.CDCPipeline {
+				// The postgres block connects by itself: no source Secret (its uri would fill
+				// source.uri, which urutau refuses next to the block).
 				return pipeline(t, "billing", postgresSSHDiscoverInline,
-					withSecrets(urutauv1alpha1.Secrets{Source: "billing-pg", SSH: "billing-ssh"}))
+					withSecrets(urutauv1alpha1.Secrets{Catalog: "lake", SSH: "billing-ssh"}))
 			},
 			settings: Settings{DefaultImage: testImage},
 		},
@@ -203,7 +205,7 @@ func renderCases() []renderCase {
 			name: "postgres-ssh-snapshot",
 			p: func(t testing.TB) *urutauv1alpha1.CDCPipeline {
 				return pipeline(t, "billing", postgresSSHSnapshotInline,
-					withSecrets(urutauv1alpha1.Secrets{Source: "billing-pg", Catalog: "lake", SSH: "billing-ssh"}),
+					withSecrets(urutauv1alpha1.Secrets{Catalog: "lake", SSH: "billing-ssh"}),
 					func(s *urutauv1alpha1.CDCPipelineSpec) {
 						s.Worker = urutauv1alpha1.WorkerSpec{CPU: "250m", CPUOverhead: "100m", Memory: "512Mi", MemoryOverhead: "256Mi"}
 					})

@@ -29,7 +29,11 @@
 // 1e-999999999 takes a minute of CPU). urutau's advisory rules (Spec.Warnings) become admission
 // warnings. Added: metadata.name at most 40 characters (also CEL in the CRD); values urutau
 // accepts but the source database refuses: a MySQL serverId of 0, a Postgres slotName that is not a
-// slot name (lower-case letters, digits, underscore, at most 63).
+// slot name (lower-case letters, digits, underscore, at most 63); and the coordinator's credential
+// rules as far as the spec decides them (the coordinator fills an empty source.uri and sink.uri
+// from the uri of spec.secrets.source and spec.secrets.catalog): a source (the Secret,
+// source.uri or source.postgres) and a sink (the Secret or sink.uri) must be named, and a source
+// Secret next to source.postgres is refused, as urutau refuses source.uri with the block.
 //
 // Fleet rules: placement cluster names (and the cluster names of overrides) are DNS-1123
 // subdomains, as the inventory names members after Secrets or ClusterProfiles; the clusterSelector
