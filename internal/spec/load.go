@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -264,8 +265,14 @@ type jsonField struct {
 	typ  reflect.Type
 }
 
+// fieldCache holds jsonFields by type: the webhook parses every pipeline of the hub on a CREATE.
+var fieldCache sync.Map // reflect.Type -> []jsonField
+
 // jsonFields lists the exported fields of a struct under their JSON names.
 func jsonFields(t reflect.Type) []jsonField {
+	if f, ok := fieldCache.Load(t); ok {
+		return f.([]jsonField)
+	}
 	var out []jsonField
 	for i := range t.NumField() {
 		f := t.Field(i)
@@ -281,6 +288,7 @@ func jsonFields(t reflect.Type) []jsonField {
 		}
 		out = append(out, jsonField{name: name, typ: f.Type})
 	}
+	fieldCache.Store(t, out)
 	return out
 }
 
