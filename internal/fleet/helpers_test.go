@@ -36,10 +36,13 @@ source:
   kind: mysql
   serverId: "%d"
 sink:
-  type: iceberg
+  type: iceberg+rest
+  namespace: raw
   warehouse: s3://lake/warehouse
 tables:
-- target: raw.orders
+- source: shop.orders
+  target: raw.orders
+  primaryKey: [id]
 `
 
 // newNamespace creates a fresh namespace on the hub and in every member (with the "default"
