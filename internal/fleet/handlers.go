@@ -73,6 +73,11 @@ type queue = workqueue.TypedRateLimitingInterface[mcreconcile.Request]
 // what we wrote. Anything else, a foreign edit, a deletion, a status change, is reconciled.
 func (r *CoordinatorReconciler) memberEventHandler(name multicluster.ClusterName, _ cluster.Cluster) handler.TypedEventHandler[client.Object, mcreconcile.Request] {
 	member := string(name)
+	// The provider engages a member by building these handlers: check it at once, so that a
+	// member found not engaged a moment ago is taken up without waiting for its next check.
+	if r.health != nil {
+		r.health.checkSoon(member)
+	}
 	enqueue := func(q queue, objs ...client.Object) {
 		for _, o := range objs {
 			for _, req := range mapMemberObject(o) {

@@ -82,7 +82,12 @@ func (s *memberSet) conn(ctx context.Context, member string) (*memberConn, error
 			return s.clientsFor(member, cl)
 		}
 		if !errors.Is(err, multicluster.ErrClusterNotFound) || time.Now().After(deadline) {
-			return nil, fmt.Errorf("the hub has no connection to cluster %q: its kubeconfig Secret or ClusterProfile gives no working client, or the cluster did not answer when the hub connected (the hub's log says which): %w", member, err)
+			// Not engaged: down until a health check finds it engaged and answering, so that
+			// the reconciles that follow do not wait for it again.
+			msg := notEngagedMessage(member, err)
+			s.setHealth(member, memberHealth{checked: true, message: msg})
+			memberEngaged.WithLabelValues(member).Set(0)
+			return nil, fmt.Errorf("cluster %q %w: %s", member, errMemberDown, msg)
 		}
 		select {
 		case <-ctx.Done():

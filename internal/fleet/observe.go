@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -149,7 +150,12 @@ func (r *CoordinatorReconciler) observeIdentities(ctx context.Context, p *urutau
 			names.Insert(e.Cluster)
 		}
 	}
-	found, _ := fanOut(ctx, r.fanOutOptions(client.ObjectKeyFromObject(p), "identity"), sets.List(names), func(ctx context.Context, m string) identityResult {
+	// Reading an identity is one GET, and most reconciles find it known already: a member that
+	// takes longer (not engaged yet, or not answering) is not waited for; its late answer brings
+	// the pipeline back.
+	opts := r.fanOutOptions(client.ObjectKeyFromObject(p), "identity")
+	opts.patience = min(opts.patience, identityPatience)
+	found, _ := fanOut(ctx, opts, sets.List(names), func(ctx context.Context, m string) identityResult {
 		return r.readIdentity(ctx, m)
 	}, func(_ string, err error) identityResult { return identityResult{err: err} })
 	// The identities the health checks read of the other members: where a renamed entry went.
@@ -195,6 +201,9 @@ func (r *CoordinatorReconciler) observeIdentities(ctx context.Context, p *urutau
 		}
 	}
 }
+
+// identityPatience bounds the wait for the members' identities in one reconcile.
+const identityPatience = 500 * time.Millisecond
 
 type identityResult struct {
 	id  string
