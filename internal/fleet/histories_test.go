@@ -327,6 +327,33 @@ var _ = Describe("One reader per source identity", func() {
 	})
 })
 
+var _ = Describe("Workers count as readers", func() {
+	It("starts on the new member only once the old coordinator's workers are gone too", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		p := newPipeline(ns, "workers", onClusters("a"))
+		Expect(hubClient.Create(ctx, p)).To(Succeed())
+		Eventually(func(g Gomega) { expectPlaced(g, ctx, members["a"], p) }).Should(Succeed())
+		// A worker the coordinator started (the garbage collector removes it after its owner, the
+		// coordinator pod, in a real cluster).
+		worker := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shop-raw-orders-0", Labels: map[string]string{
+				urutauv1alpha1.LabelApp: coordinator.AppWorker, urutauv1alpha1.LabelPipeline: p.Name, coordinator.LabelTable: "raw.orders",
+			}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "worker", Image: image}}},
+		}
+		Expect(members["a"].Client.Create(ctx, worker)).To(Succeed())
+		updatePipeline(ctx, client.ObjectKeyFromObject(p), func(p *urutauv1alpha1.CDCPipeline) { p.Spec.Placement.Clusters = []string{"b"} })
+		Eventually(func(g Gomega) {
+			sts, err := coordinatorSTS(ctx, members["a"], ns, p.Name)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(sts).To(BeNil())
+		}).Should(Succeed())
+		Consistently(func(g Gomega) { expectEmpty(g, ctx, members["b"], ns, p.UID) }, 3*time.Second).Should(Succeed())
+		killPod(ctx, members["a"], worker)
+		Eventually(func(g Gomega) { expectPlaced(g, ctx, members["b"], p) }).Should(Succeed())
+	})
+})
+
 // holdWithFinalizer puts a foreign finalizer on the pipeline's ConfigMap in m, and removes it
 // when the spec ends.
 func holdWithFinalizer(ctx context.Context, m *testenv.Cluster, ns, name string) {

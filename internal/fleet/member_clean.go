@@ -199,13 +199,30 @@ func deleteListed(ctx context.Context, writer client.Client, list client.ObjectL
 // pipeline's name, so a pod owned by a StatefulSet of another pipeline of that name (a re-created
 // one) is not counted; any other pod with those labels is (the unsafe case counts).
 func readerPods(ctx context.Context, reader client.Reader, e urutauv1alpha1.LeaseMember) (int, error) {
-	pods := &corev1.PodList{}
-	if err := reader.List(ctx, pods, client.InNamespace(e.Namespace), client.MatchingLabels(coordinator.SelectorLabels(e.PipelineName))); err != nil {
-		return 0, fmt.Errorf("listing coordinator pods in namespace %q: %w", e.Namespace, err)
+	var all []corev1.Pod
+	for _, sel := range readerSelectors(e.PipelineName) {
+		pods := &corev1.PodList{}
+		if err := reader.List(ctx, pods, client.InNamespace(e.Namespace), client.MatchingLabels(sel)); err != nil {
+			return 0, fmt.Errorf("listing the pods of pipeline %s in namespace %q: %w", e.PipelineName, e.Namespace, err)
+		}
+		all = append(all, pods.Items...)
+	}
+	successor, err := nameTakenByAnother(ctx, reader, e)
+	if err != nil {
+		return 0, err
 	}
 	n := 0
-	for i := range pods.Items {
-		owned, err := ownedByAnother(ctx, reader, &pods.Items[i], e.PipelineUID)
+	for i := range all {
+		pod := &all[i]
+		if pod.Labels[urutauv1alpha1.LabelApp] == coordinator.AppWorker {
+			// A worker belongs to a coordinator pod (its owner); one left behind still counts,
+			// unless a pipeline of the same name runs there now: the workers are its own.
+			if !successor {
+				n++
+			}
+			continue
+		}
+		owned, err := ownedByAnother(ctx, reader, pod, e.PipelineUID)
 		if err != nil {
 			return 0, err
 		}
@@ -214,6 +231,30 @@ func readerPods(ctx context.Context, reader client.Reader, e urutauv1alpha1.Leas
 		}
 	}
 	return n, nil
+}
+
+// readerSelectors select the pods of pipeline cr that may read its source: its coordinator, and
+// its workers (a Kafka source's workers consume the topic themselves; the others write what the
+// coordinator read, and a worker outliving its coordinator is counted all the same).
+func readerSelectors(cr string) []map[string]string {
+	workers := coordinator.SelectorLabels(cr)
+	workers[urutauv1alpha1.LabelApp] = coordinator.AppWorker
+	return []map[string]string{coordinator.SelectorLabels(cr), workers}
+}
+
+// nameTakenByAnother tells whether the coordinator StatefulSet of the entry's pipeline name in
+// its namespace carries another pipeline's UID: a pipeline re-created under that name runs there.
+func nameTakenByAnother(ctx context.Context, reader client.Reader, e urutauv1alpha1.LeaseMember) (bool, error) {
+	sts := &appsv1.StatefulSet{}
+	err := reader.Get(ctx, client.ObjectKey{Namespace: e.Namespace, Name: coordinator.CoordinatorName(e.PipelineName)}, sts)
+	switch {
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("reading the coordinator StatefulSet of %s in namespace %q: %w", e.PipelineName, e.Namespace, err)
+	}
+	other := sts.Labels[urutauv1alpha1.LabelHubPipelineUID]
+	return other != "" && other != string(e.PipelineUID), nil
 }
 
 // ownedByAnother tells whether pod is controlled by a StatefulSet that carries another
