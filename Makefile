@@ -30,15 +30,19 @@ generate: ## Generate deepcopy code for the API types.
 	$(CONTROLLER_GEN) object paths=./api/...
 
 .PHONY: manifests
-manifests: ## Generate the CRD and RBAC manifests from markers.
+manifests: ## Generate the CRD, RBAC and webhook manifests from markers, and the chart's copy of them.
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/hub/crd/bases
 	$(CONTROLLER_GEN) rbac:roleName=hub paths=./internal/... output:rbac:artifacts:config=config/hub/rbac
 	$(CONTROLLER_GEN) webhook paths=./internal/webhook/... output:webhook:artifacts:config=config/hub/webhook
+	$(GO) run ./hack/chartgen
+
+# What generate and manifests write: the chart's copy of config/hub (hack/chartgen) too.
+GENERATED_PATHS := api config charts
 
 .PHONY: verify-gen
 verify-gen: generate manifests ## Regenerate everything and fail if the tree changed.
-	@git diff --exit-code -- api config || { echo "generated files are stale: run 'make generate manifests' and commit"; exit 1; }
-	@test -z "$$(git status --porcelain -- api config)" || { git status --porcelain -- api config; echo "untracked generated files: commit them"; exit 1; }
+	@git diff --exit-code -- $(GENERATED_PATHS) || { echo "generated files are stale: run 'make generate manifests' and commit"; exit 1; }
+	@test -z "$$(git status --porcelain -- $(GENERATED_PATHS))" || { git status --porcelain -- $(GENERATED_PATHS); echo "untracked generated files: commit them"; exit 1; }
 
 .PHONY: fmt
 fmt: ## Format the Go code.
