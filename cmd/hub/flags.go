@@ -35,6 +35,7 @@ spec.placement.clusterSelector matches. 'hub member-secret --help' prints a memb
 Usage:
   hub [flags]
   hub member-secret [flags]
+  hub members|status [flags]   (as kubectl urutau; 'hub members --help')
   hub --version
 
 Flags:

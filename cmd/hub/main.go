@@ -59,6 +59,9 @@ func run(args []string, stdout io.Writer) error {
 	if len(args) > 0 && args[0] == memberSecretCommand {
 		return runMemberSecret(args[1:], stdout)
 	}
+	if isFleetCommand(args) {
+		return runFleetCommand(context.Background(), args, stdout)
+	}
 	if versionRequested(args) {
 		printVersion(stdout)
 		return nil

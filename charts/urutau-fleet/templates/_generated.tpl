@@ -9,15 +9,23 @@ controller-gen.kubebuilder.io/version: v0.23.0
 {{- define "urutau-fleet.crdSpec" -}}
 group: urutau.io
 names:
+  categories:
+  - urutau
   kind: CDCPipeline
   listKind: CDCPipelineList
   plural: cdcpipelines
+  shortNames:
+  - cdcp
   singular: cdcpipeline
 scope: Namespaced
 versions:
 - additionalPrinterColumns:
   - jsonPath: .status.conditions[?(@.type=="Ready")].status
     name: Ready
+    type: string
+  - description: Why the pipeline is or is not Ready
+    jsonPath: .status.conditions[?(@.type=="Ready")].reason
+    name: Reason
     type: string
   - description: Members whose coordinator is ready / members the pipeline is placed
       on
@@ -30,6 +38,26 @@ versions:
   - jsonPath: .metadata.creationTimestamp
     name: Age
     type: date
+  - description: The spec's generation
+    jsonPath: .metadata.generation
+    name: Generation
+    priority: 1
+    type: integer
+  - description: The generation the hub last reconciled to a conclusion
+    jsonPath: .status.observedGeneration
+    name: Observed
+    priority: 1
+    type: integer
+  - description: The members the pipeline is placed on or being removed from
+    jsonPath: .status.clusters[*].name
+    name: Members
+    priority: 1
+    type: string
+  - description: The Ready condition's message
+    jsonPath: .status.conditions[?(@.type=="Ready")].message
+    name: Message
+    priority: 1
+    type: string
   name: v1alpha1
   schema:
     openAPIV3Schema:
