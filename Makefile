@@ -80,7 +80,7 @@ control-plane: ## Build kube-apiserver, etcd, kubectl, kwok... into the per-user
 	hack/control-plane.sh
 
 .PHONY: test
-test: control-plane ## Run every test, unit and integration, against real API servers.
+test: control-plane test-monitoring ## Run every test, unit and integration, against real API servers.
 	KUBEBUILDER_ASSETS=$(CONTROL_PLANE_DIR) $(GO) test ./... -count=1 -timeout 40m
 
 .PHONY: test-e2e

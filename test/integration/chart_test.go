@@ -34,6 +34,11 @@ var chartCases = []chartCase{{
 	name:      "cert-manager",
 	values:    map[string]any{"image": map[string]any{"tag": "latest"}, "webhook": map[string]any{"certManager": map[string]any{"enabled": true}}},
 	kustomize: []string{"config/hub/default"},
+}, {
+	name: "monitoring",
+	values: map[string]any{"image": map[string]any{"tag": "latest"}, "metrics": map[string]any{
+		"serviceMonitor": map[string]any{"enabled": true}, "prometheusRule": map[string]any{"enabled": true}, "dashboard": map[string]any{"enabled": true}}},
+	kustomize: []string{"config/hub/self-signed", "config/monitoring"},
 }}
 
 // TestChartEqualsKustomize renders the chart with Helm's Go packages and compares it, object by
@@ -153,13 +158,13 @@ func TestChartApplies(t *testing.T) {
 }
 
 // applyAll applies objects server-side, Namespaces and CRDs first; cert-manager's objects are
-// skipped (cert-manager is not installed on test API servers; TestHubConfigApplies checks what
-// ties them to the rest).
+// skipped, and so are the Prometheus Operator's (neither is installed on test API servers;
+// TestHubConfigApplies checks what ties cert-manager's to the rest).
 func applyAll(t *testing.T, c client.Client, objs []*unstructured.Unstructured) {
 	t.Helper()
 	slices.SortStableFunc(objs, func(a, b *unstructured.Unstructured) int { return rank(a) - rank(b) })
 	for _, o := range objs {
-		if strings.HasPrefix(o.GetAPIVersion(), "cert-manager.io/") {
+		if strings.HasPrefix(o.GetAPIVersion(), "cert-manager.io/") || strings.HasPrefix(o.GetAPIVersion(), "monitoring.coreos.com/") {
 			continue
 		}
 		if err := c.Apply(t.Context(), client.ApplyConfigurationFromUnstructured(o.DeepCopy()), fieldOwner, client.ForceOwnership); err != nil {

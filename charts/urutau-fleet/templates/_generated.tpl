@@ -746,3 +746,620 @@ versions:
     - cdcpipelines
   sideEffects: None
 {{- end }}
+
+{{- define "urutau-fleet.prometheusRuleGroups" -}}
+- name: urutau-fleet
+  rules:
+  - alert: UrutauFleetHubDown
+    annotations:
+      description: No hub replica has reported metrics for 5 minutes. CDCPipeline
+        writes are rejected while the webhook is down, and no member is reconciled.
+      runbook_url: https://github.com/urutau-io/fleet/blob/main/docs/troubleshooting.md#the-webhook-is-down
+      summary: No urutau fleet hub is running.
+    expr: absent(urutau_fleet_build_info)
+    for: 5m
+    labels:
+      severity: critical
+  - alert: UrutauFleetMemberDown
+    annotations:
+      description: 'The hub has not reached member {{`{{`}} $labels.cluster {{`}}`}} for 5 minutes:
+        its pipelines there are Unreachable and nothing is applied or cleaned there
+        until it answers.'
+      runbook_url: https://github.com/urutau-io/fleet/blob/main/docs/troubleshooting.md#a-member-that-never-connects
+      summary: Member {{`{{`}} $labels.cluster {{`}}`}} does not answer the hub.
+    expr: max by (cluster) (urutau_fleet_member_up) == 0
+    for: 5m
+    labels:
+      severity: warning
+  - alert: UrutauFleetMemberHeldOff
+    annotations:
+      description: Requests to member {{`{{`}} $labels.cluster {{`}}`}} keep timing out, so the
+        hub holds it off (retried every 30s) to keep the other members fast.
+      runbook_url: https://github.com/urutau-io/fleet/blob/main/docs/troubleshooting.md#a-member-that-never-connects
+      summary: Member {{`{{`}} $labels.cluster {{`}}`}} is held off after timeouts.
+    expr: max by (cluster) (urutau_fleet_member_held) == 1
+    for: 15m
+    labels:
+      severity: warning
+  - alert: UrutauFleetPipelinesNotReady
+    annotations:
+      description: Some pipelines are not Ready on the hub. `kubectl urutau status
+        -A` shows each one per member; with kube-state-metrics (config/monitoring/kube-state-metrics),
+        UrutauFleetPipelineNotReady names them.
+      runbook_url: https://github.com/urutau-io/fleet/blob/main/docs/troubleshooting.md#a-pipeline-stuck-pending
+      summary: '{{`{{`}} $value {{`}}`}} CDCPipelines have not been Ready for 15 minutes.'
+    expr: max(urutau_fleet_pipelines{ready!="True"}) > 0
+    for: 15m
+    labels:
+      severity: warning
+  - alert: UrutauFleetPipelineNotReady
+    annotations:
+      description: Run `kubectl urutau status {{`{{`}} $labels.name {{`}}`}} -n {{`{{`}} $labels.namespace
+        {{`}}`}}` for its state on each member.
+      runbook_url: https://github.com/urutau-io/fleet/blob/main/docs/troubleshooting.md#a-pipeline-stuck-pending
+      summary: CDCPipeline {{`{{`}} $labels.namespace {{`}}`}}/{{`{{`}} $labels.name {{`}}`}} has not been
+        Ready for 15 minutes.
+    expr: max by (namespace, name) (urutau_cdcpipeline_condition{type="Ready"}) ==
+      0
+    for: 15m
+    labels:
+      severity: warning
+  - alert: UrutauFleetPipelineTerminated
+    annotations:
+      description: A terminated pipeline gets no writes until a person clears status.terminated
+        or changes its spec.
+      runbook_url: https://github.com/urutau-io/fleet/blob/main/docs/troubleshooting.md#a-terminated-pipeline
+      summary: '{{`{{`}} $value {{`}}`}} pipelines are terminated on member {{`{{`}} $labels.cluster
+        {{`}}`}}.'
+    expr: sum by (cluster) (max by (cluster, phase) (urutau_fleet_member_pipelines{phase="Terminated"}))
+      > 0
+    for: 1m
+    labels:
+      severity: critical
+  - alert: UrutauFleetTombstonesStuck
+    annotations:
+      description: Deleted pipelines may still run on members that have not answered
+        since; the hub replays each tombstone when its member returns.
+      runbook_url: https://github.com/urutau-io/fleet/blob/main/docs/troubleshooting.md#tombstones-that-stay
+      summary: '{{`{{`}} $value {{`}}`}} tombstones have been pending for an hour.'
+    expr: max(urutau_fleet_tombstones_pending) > 0
+    for: 1h
+    labels:
+      severity: warning
+  - alert: UrutauFleetReaderLeaseWait
+    annotations:
+      description: A pipeline waits to start until no other coordinator reads its
+        source (one reader per source); the holder is usually an unreachable member.
+        The pipeline's MoveBlocked condition names it.
+      runbook_url: https://github.com/urutau-io/fleet/blob/main/docs/troubleshooting.md#a-pipeline-stuck-pending
+      summary: '{{`{{`}} $value {{`}}`}} pipelines have waited 30 minutes for a reader lease.'
+    expr: max(urutau_fleet_reader_lease_waits) > 0
+    for: 30m
+    labels:
+      severity: warning
+  - alert: UrutauFleetOrphans
+    annotations:
+      description: Objects labelled by the hub whose pipeline no longer exists on
+        the hub.
+      runbook_url: https://github.com/urutau-io/fleet/blob/main/docs/troubleshooting.md#tombstones-that-stay
+      summary: Member {{`{{`}} $labels.cluster {{`}}`}} holds {{`{{`}} $value {{`}}`}} orphaned pipeline workloads.
+    expr: max by (cluster) (urutau_fleet_orphans) > 0
+    for: 30m
+    labels:
+      severity: warning
+  - alert: UrutauFleetWebhookErrors
+    annotations:
+      description: 'Admission requests fail with an HTTP error (not a denial): CDCPipeline
+        writes may be rejected.'
+      runbook_url: https://github.com/urutau-io/fleet/blob/main/docs/troubleshooting.md#the-webhook-is-down
+      summary: The CDCPipeline webhook answers errors ({{`{{`}} $labels.webhook {{`}}`}}).
+    expr: sum by (webhook) (rate(controller_runtime_webhook_requests_total{webhook=~"/validate-urutau-io-.*",
+      code!="200"}[5m])) > 0
+    for: 5m
+    labels:
+      severity: warning
+  - alert: UrutauFleetReconcileErrors
+    annotations:
+      description: Reconciles have failed for 15 minutes. The hub log and the events
+        of the CDCPipelines say why.
+      runbook_url: https://github.com/urutau-io/fleet/blob/main/docs/troubleshooting.md
+      summary: The {{`{{`}} $labels.controller {{`}}`}} controller keeps failing.
+    expr: sum by (controller) (rate(controller_runtime_reconcile_errors_total{controller=~"urutau-fleet.*"}[5m]))
+      > 0
+    for: 15m
+    labels:
+      severity: warning
+{{- end }}
+
+{{- define "urutau-fleet.dashboard" -}}
+{
+  "title": "urutau fleet",
+  "uid": "urutau-fleet",
+  "description": "The urutau fleet hub: members, placements, tombstones, applies, webhook. Metrics: docs/operations.md#metrics.",
+  "tags": [
+    "urutau"
+  ],
+  "timezone": "browser",
+  "schemaVersion": 39,
+  "version": 1,
+  "editable": true,
+  "refresh": "30s",
+  "time": {
+    "from": "now-6h",
+    "to": "now"
+  },
+  "templating": {
+    "list": [
+      {
+        "name": "datasource",
+        "type": "datasource",
+        "query": "prometheus",
+        "label": "Data source",
+        "current": {},
+        "hide": 0
+      }
+    ]
+  },
+  "annotations": {
+    "list": []
+  },
+  "panels": [
+    {
+      "id": 1,
+      "title": "Hub replicas and versions",
+      "type": "table",
+      "description": "urutau_fleet_build_info: more than one version means a rollout in progress.",
+      "datasource": {
+        "type": "prometheus",
+        "uid": "${datasource}"
+      },
+      "targets": [
+        {
+          "refId": "A",
+          "expr": "max by (version, revision, goversion) (urutau_fleet_build_info)",
+          "legendFormat": ""
+        }
+      ],
+      "fieldConfig": {
+        "defaults": {},
+        "overrides": []
+      },
+      "options": {},
+      "gridPos": {
+        "x": 0,
+        "y": 0,
+        "w": 8,
+        "h": 6
+      }
+    },
+    {
+      "id": 2,
+      "title": "Members up",
+      "type": "stat",
+      "description": "",
+      "datasource": {
+        "type": "prometheus",
+        "uid": "${datasource}"
+      },
+      "targets": [
+        {
+          "refId": "A",
+          "expr": "sum(max by (cluster) (urutau_fleet_member_up))",
+          "legendFormat": "up"
+        },
+        {
+          "refId": "B",
+          "expr": "count(max by (cluster) (urutau_fleet_member_up))",
+          "legendFormat": "members"
+        }
+      ],
+      "fieldConfig": {
+        "defaults": {},
+        "overrides": []
+      },
+      "options": {},
+      "gridPos": {
+        "x": 8,
+        "y": 0,
+        "w": 4,
+        "h": 6
+      }
+    },
+    {
+      "id": 3,
+      "title": "Members held off",
+      "type": "stat",
+      "description": "",
+      "datasource": {
+        "type": "prometheus",
+        "uid": "${datasource}"
+      },
+      "targets": [
+        {
+          "refId": "A",
+          "expr": "sum(max by (cluster) (urutau_fleet_member_held))",
+          "legendFormat": ""
+        }
+      ],
+      "fieldConfig": {
+        "defaults": {},
+        "overrides": []
+      },
+      "options": {},
+      "gridPos": {
+        "x": 12,
+        "y": 0,
+        "w": 4,
+        "h": 6
+      }
+    },
+    {
+      "id": 4,
+      "title": "Pipelines by Ready",
+      "type": "stat",
+      "description": "",
+      "datasource": {
+        "type": "prometheus",
+        "uid": "${datasource}"
+      },
+      "targets": [
+        {
+          "refId": "A",
+          "expr": "max by (ready) (urutau_fleet_pipelines)",
+          "legendFormat": "{{`{{`}}ready{{`}}`}}"
+        }
+      ],
+      "fieldConfig": {
+        "defaults": {},
+        "overrides": []
+      },
+      "options": {},
+      "gridPos": {
+        "x": 16,
+        "y": 0,
+        "w": 4,
+        "h": 6
+      }
+    },
+    {
+      "id": 5,
+      "title": "Tombstones pending",
+      "type": "stat",
+      "description": "",
+      "datasource": {
+        "type": "prometheus",
+        "uid": "${datasource}"
+      },
+      "targets": [
+        {
+          "refId": "A",
+          "expr": "max(urutau_fleet_tombstones_pending)",
+          "legendFormat": ""
+        }
+      ],
+      "fieldConfig": {
+        "defaults": {},
+        "overrides": []
+      },
+      "options": {},
+      "gridPos": {
+        "x": 20,
+        "y": 0,
+        "w": 4,
+        "h": 6
+      }
+    },
+    {
+      "id": 6,
+      "title": "Member up",
+      "type": "state-timeline",
+      "description": "1 when the member answered its last health check.",
+      "datasource": {
+        "type": "prometheus",
+        "uid": "${datasource}"
+      },
+      "targets": [
+        {
+          "refId": "A",
+          "expr": "max by (cluster) (urutau_fleet_member_up)",
+          "legendFormat": "{{`{{`}}cluster{{`}}`}}"
+        }
+      ],
+      "fieldConfig": {
+        "defaults": {},
+        "overrides": []
+      },
+      "options": {},
+      "gridPos": {
+        "x": 0,
+        "y": 6,
+        "w": 12,
+        "h": 8
+      }
+    },
+    {
+      "id": 7,
+      "title": "Member engaged",
+      "type": "state-timeline",
+      "description": "",
+      "datasource": {
+        "type": "prometheus",
+        "uid": "${datasource}"
+      },
+      "targets": [
+        {
+          "refId": "A",
+          "expr": "max by (cluster) (urutau_fleet_member_engaged)",
+          "legendFormat": "{{`{{`}}cluster{{`}}`}}"
+        }
+      ],
+      "fieldConfig": {
+        "defaults": {},
+        "overrides": []
+      },
+      "options": {},
+      "gridPos": {
+        "x": 12,
+        "y": 6,
+        "w": 12,
+        "h": 8
+      }
+    },
+    {
+      "id": 8,
+      "title": "Placements by member and phase",
+      "type": "timeseries",
+      "description": "",
+      "datasource": {
+        "type": "prometheus",
+        "uid": "${datasource}"
+      },
+      "targets": [
+        {
+          "refId": "A",
+          "expr": "max by (cluster, phase) (urutau_fleet_member_pipelines)",
+          "legendFormat": "{{`{{`}}cluster{{`}}`}} {{`{{`}}phase{{`}}`}}"
+        }
+      ],
+      "fieldConfig": {
+        "defaults": {
+          "custom": {
+            "stacking": {
+              "mode": "normal"
+            }
+          }
+        },
+        "overrides": []
+      },
+      "options": {},
+      "gridPos": {
+        "x": 0,
+        "y": 14,
+        "w": 24,
+        "h": 8
+      }
+    },
+    {
+      "id": 9,
+      "title": "Member reconcile duration p95",
+      "type": "timeseries",
+      "description": "",
+      "datasource": {
+        "type": "prometheus",
+        "uid": "${datasource}"
+      },
+      "targets": [
+        {
+          "refId": "A",
+          "expr": "histogram_quantile(0.95, sum by (cluster, le) (rate(urutau_fleet_member_reconcile_duration_seconds_bucket[5m])))",
+          "legendFormat": "{{`{{`}}cluster{{`}}`}}"
+        }
+      ],
+      "fieldConfig": {
+        "defaults": {
+          "unit": "s"
+        },
+        "overrides": []
+      },
+      "options": {},
+      "gridPos": {
+        "x": 0,
+        "y": 22,
+        "w": 12,
+        "h": 8
+      }
+    },
+    {
+      "id": 10,
+      "title": "Member errors",
+      "type": "timeseries",
+      "description": "",
+      "datasource": {
+        "type": "prometheus",
+        "uid": "${datasource}"
+      },
+      "targets": [
+        {
+          "refId": "A",
+          "expr": "sum by (cluster, reason) (rate(urutau_fleet_member_errors_total[5m]))",
+          "legendFormat": "{{`{{`}}cluster{{`}}`}} {{`{{`}}reason{{`}}`}}"
+        }
+      ],
+      "fieldConfig": {
+        "defaults": {
+          "unit": "ops"
+        },
+        "overrides": []
+      },
+      "options": {},
+      "gridPos": {
+        "x": 12,
+        "y": 22,
+        "w": 12,
+        "h": 8
+      }
+    },
+    {
+      "id": 11,
+      "title": "Applies sent",
+      "type": "timeseries",
+      "description": "",
+      "datasource": {
+        "type": "prometheus",
+        "uid": "${datasource}"
+      },
+      "targets": [
+        {
+          "refId": "A",
+          "expr": "sum by (cluster) (rate(urutau_fleet_applies_total[5m]))",
+          "legendFormat": "{{`{{`}}cluster{{`}}`}}"
+        }
+      ],
+      "fieldConfig": {
+        "defaults": {
+          "unit": "ops"
+        },
+        "overrides": []
+      },
+      "options": {},
+      "gridPos": {
+        "x": 0,
+        "y": 30,
+        "w": 12,
+        "h": 8
+      }
+    },
+    {
+      "id": 12,
+      "title": "No-op applies skipped",
+      "type": "timeseries",
+      "description": "",
+      "datasource": {
+        "type": "prometheus",
+        "uid": "${datasource}"
+      },
+      "targets": [
+        {
+          "refId": "A",
+          "expr": "sum by (cluster) (rate(urutau_fleet_noop_applies_skipped_total[5m]))",
+          "legendFormat": "{{`{{`}}cluster{{`}}`}}"
+        }
+      ],
+      "fieldConfig": {
+        "defaults": {
+          "unit": "ops"
+        },
+        "overrides": []
+      },
+      "options": {},
+      "gridPos": {
+        "x": 12,
+        "y": 30,
+        "w": 12,
+        "h": 8
+      }
+    },
+    {
+      "id": 13,
+      "title": "Tombstones",
+      "type": "timeseries",
+      "description": "",
+      "datasource": {
+        "type": "prometheus",
+        "uid": "${datasource}"
+      },
+      "targets": [
+        {
+          "refId": "A",
+          "expr": "max(urutau_fleet_tombstones_pending)",
+          "legendFormat": "pending"
+        },
+        {
+          "refId": "B",
+          "expr": "sum(increase(urutau_fleet_tombstones_written_total[1h]))",
+          "legendFormat": "written in the last hour"
+        }
+      ],
+      "fieldConfig": {
+        "defaults": {},
+        "overrides": []
+      },
+      "options": {},
+      "gridPos": {
+        "x": 0,
+        "y": 38,
+        "w": 8,
+        "h": 8
+      }
+    },
+    {
+      "id": 14,
+      "title": "Reader lease waits and orphans",
+      "type": "timeseries",
+      "description": "",
+      "datasource": {
+        "type": "prometheus",
+        "uid": "${datasource}"
+      },
+      "targets": [
+        {
+          "refId": "A",
+          "expr": "max(urutau_fleet_reader_lease_waits)",
+          "legendFormat": "pipelines waiting for a reader lease"
+        },
+        {
+          "refId": "B",
+          "expr": "sum by (cluster) (max by (cluster) (urutau_fleet_orphans))",
+          "legendFormat": "orphans {{`{{`}}cluster{{`}}`}}"
+        }
+      ],
+      "fieldConfig": {
+        "defaults": {},
+        "overrides": []
+      },
+      "options": {},
+      "gridPos": {
+        "x": 8,
+        "y": 38,
+        "w": 8,
+        "h": 8
+      }
+    },
+    {
+      "id": 15,
+      "title": "Webhook and reconcile errors",
+      "type": "timeseries",
+      "description": "",
+      "datasource": {
+        "type": "prometheus",
+        "uid": "${datasource}"
+      },
+      "targets": [
+        {
+          "refId": "A",
+          "expr": "sum by (code) (rate(controller_runtime_webhook_requests_total{webhook=~\"/validate-urutau-io-.*\"}[5m]))",
+          "legendFormat": "webhook {{`{{`}}code{{`}}`}}"
+        },
+        {
+          "refId": "B",
+          "expr": "sum by (controller) (rate(controller_runtime_reconcile_errors_total{controller=~\"urutau-fleet.*\"}[5m]))",
+          "legendFormat": "reconcile errors {{`{{`}}controller{{`}}`}}"
+        }
+      ],
+      "fieldConfig": {
+        "defaults": {
+          "unit": "ops"
+        },
+        "overrides": []
+      },
+      "options": {},
+      "gridPos": {
+        "x": 16,
+        "y": 38,
+        "w": 8,
+        "h": 8
+      }
+    }
+  ]
+}
+{{- end }}
