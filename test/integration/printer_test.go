@@ -3,8 +3,6 @@ package integration
 import (
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"slices"
 	"testing"
 
@@ -12,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/discovery"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
@@ -35,6 +34,7 @@ func TestKubectlGetColumns(t *testing.T) {
 	p.Status = urutauv1alpha1.CDCPipelineStatus{
 		ObservedGeneration: 1,
 		ReadyClusters:      "1/2",
+		Inventory:          []string{"eu-1", "us-1"},
 		Conditions: []metav1.Condition{{Type: urutauv1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: "MemberFailures",
 			Message: "us-1: unreachable", LastTransitionTime: metav1.Now(), ObservedGeneration: 1}},
 		Clusters: []urutauv1alpha1.ClusterStatus{{Name: "eu-1", Phase: urutauv1alpha1.ClusterReady}, {Name: "us-1", Phase: urutauv1alpha1.ClusterUnreachable}},
@@ -66,7 +66,7 @@ func TestKubectlGetColumns(t *testing.T) {
 		cells[col.Name] = fmt.Sprint(table.Rows[0].Cells[i])
 	}
 	want := map[string]string{"Name": "orders", "Ready": "False", "Reason": "MemberFailures", "Clusters": "1/2",
-		"Terminated": "<nil>", "Generation": "1", "Observed": "1", "Members": "eu-1,us-1", "Message": "us-1: unreachable"}
+		"Terminated": "<nil>", "Generation": "1", "Observed": "1", "Members": `["eu-1","us-1"]`, "Message": "us-1: unreachable"}
 	for k, v := range want {
 		if cells[k] != v {
 			t.Errorf("column %s = %q, want %q", k, cells[k], v)
@@ -93,23 +93,18 @@ func TestKubectlGetColumns(t *testing.T) {
 // getTable GETs path as kubectl get does: asking the server for a meta.k8s.io Table.
 func getTable(t *testing.T, cfg *rest.Config, path string) *metav1.Table {
 	t.Helper()
-	hc, err := rest.HTTPClientFor(cfg)
+	cfg = rest.CopyConfig(cfg)
+	cfg.GroupVersion = &urutauv1alpha1.GroupVersion
+	cfg.APIPath = "/apis"
+	cfg.NegotiatedSerializer = clientgoscheme.Codecs.WithoutConversion()
+	rc, err := rest.RESTClientFor(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, cfg.Host+path+"?includeObject=None", nil)
+	body, err := rc.Get().AbsPath(path).Param("includeObject", "None").
+		SetHeader("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io").DoRaw(t.Context())
 	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io")
-	resp, err := hc.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = resp.Body.Close() }()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET %s: %d %v: %s", path, resp.StatusCode, err, body)
+		t.Fatalf("GET %s: %v: %s", path, err, body)
 	}
 	table := &metav1.Table{}
 	if err := json.Unmarshal(body, table); err != nil {

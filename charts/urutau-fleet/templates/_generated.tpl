@@ -48,8 +48,8 @@ versions:
     name: Observed
     priority: 1
     type: integer
-  - description: The members the pipeline is placed on or being removed from
-    jsonPath: .status.clusters[*].name
+  - description: The members that hold, or may hold, the pipeline's workload
+    jsonPath: .status.inventory
     name: Members
     priority: 1
     type: string
