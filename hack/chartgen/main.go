@@ -47,6 +47,9 @@ var parts = []part{
 	{define: "hubRoleRules", file: "config/hub/rbac/role.yaml", kind: "Role", name: "hub", field: []string{"rules"}},
 	{define: "leaderElectionRules", file: "config/hub/rbac/leader_election_role.yaml", kind: "Role", name: "leader-election", field: []string{"rules"}},
 	{define: "webhooks", file: "config/hub/webhook/manifests.yaml", kind: "ValidatingWebhookConfiguration", name: "validating-webhook-configuration", field: []string{"webhooks"}, edit: templateWebhookService},
+	{define: "viewerRules", file: "config/hub/rbac/user_roles.yaml", kind: "ClusterRole", name: "viewer", field: []string{"rules"}},
+	{define: "editorRules", file: "config/hub/rbac/user_roles.yaml", kind: "ClusterRole", name: "editor", field: []string{"rules"}},
+	{define: "adminRules", file: "config/hub/rbac/user_roles.yaml", kind: "ClusterRole", name: "admin", field: []string{"rules"}},
 	{define: "prometheusRuleGroups", file: "config/monitoring/prometheusrule.yaml", kind: "PrometheusRule", name: "urutau-fleet", field: []string{"spec", "groups"}, escape: true},
 	{define: "dashboard", file: "config/monitoring/grafana-dashboard.json", raw: true, escape: true},
 }

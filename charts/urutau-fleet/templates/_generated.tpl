@@ -747,6 +747,52 @@ versions:
   sideEffects: None
 {{- end }}
 
+{{- define "urutau-fleet.viewerRules" -}}
+- apiGroups:
+  - urutau.io
+  resources:
+  - cdcpipelines
+  - cdcpipelines/status
+  verbs:
+  - get
+  - list
+  - watch
+{{- end }}
+
+{{- define "urutau-fleet.editorRules" -}}
+- apiGroups:
+  - urutau.io
+  resources:
+  - cdcpipelines
+  verbs:
+  - create
+  - delete
+  - deletecollection
+  - get
+  - list
+  - patch
+  - update
+  - watch
+- apiGroups:
+  - urutau.io
+  resources:
+  - cdcpipelines/status
+  verbs:
+  - get
+  - list
+  - watch
+{{- end }}
+
+{{- define "urutau-fleet.adminRules" -}}
+- apiGroups:
+  - urutau.io
+  resources:
+  - cdcpipelines/status
+  verbs:
+  - patch
+  - update
+{{- end }}
+
 {{- define "urutau-fleet.prometheusRuleGroups" -}}
 - name: urutau-fleet
   rules:
