@@ -26,8 +26,9 @@ help: ## Show this help.
 ##@ Development
 
 .PHONY: generate
-generate: ## Generate deepcopy code for the API types.
+generate: ## Generate deepcopy code for the API types, and docs/api.md from the CRD.
 	$(CONTROLLER_GEN) object paths=./api/...
+	$(GO) run ./hack/apidocs
 
 .PHONY: manifests
 manifests: ## Generate the CRD, RBAC and webhook manifests from markers, and the chart's copy of them.
@@ -35,9 +36,11 @@ manifests: ## Generate the CRD, RBAC and webhook manifests from markers, and the
 	$(CONTROLLER_GEN) rbac:roleName=hub paths=./internal/... output:rbac:artifacts:config=config/hub/rbac
 	$(CONTROLLER_GEN) webhook paths=./internal/webhook/... output:webhook:artifacts:config=config/hub/webhook
 	$(GO) run ./hack/chartgen
+	$(GO) run ./hack/apidocs
 
-# What generate and manifests write: the chart's copy of config/hub (hack/chartgen) too.
-GENERATED_PATHS := api config charts
+# What generate and manifests write: the chart's copy of config/hub (hack/chartgen) and the API
+# reference (hack/apidocs) too.
+GENERATED_PATHS := api config charts docs/api.md
 
 .PHONY: verify-gen
 verify-gen: generate manifests ## Regenerate everything and fail if the tree changed.
