@@ -20,6 +20,8 @@ RUN go mod download
 COPY api/ api/
 COPY cmd/ cmd/
 COPY internal/ internal/
+# config/spoke is embedded in the binary: `hub join` applies it to members.
+COPY config/spoke/ config/spoke/
 # Set by buildx for each --platform.
 ARG TARGETOS TARGETARCH
 # What `hub --version` and urutau_fleet_build_info report (internal/version).

@@ -35,7 +35,7 @@ spec.placement.clusterSelector matches. 'hub member-secret --help' prints a memb
 Usage:
   hub [flags]
   hub member-secret [flags]
-  hub members|status [flags]   (as kubectl urutau; 'hub members --help')
+  hub members|status|join|leave [flags]   (as kubectl urutau; 'hub join --help')
   hub --version
 
 Flags:

@@ -11,7 +11,7 @@ import (
 
 // fleetCommands are kubectl urutau's commands, reachable as `hub COMMAND` too, so that the hub
 // image and binary carry them.
-var fleetCommands = []string{"members", "status"}
+var fleetCommands = []string{"members", "status", "join", "leave"}
 
 // isFleetCommand is true when args start with one of fleetCommands.
 func isFleetCommand(args []string) bool {

@@ -16,6 +16,8 @@ func commands() []command {
 	return []command{
 		{name: "members", usage: "members [flags]", summary: "List the members: identity, reachable, engaged, last answer, pipelines placed and ready, tombstones pending.", run: runMembers},
 		{name: "status", usage: "status [PIPELINE] [flags]", summary: "Show each pipeline on each member: phase, generation, ready replicas, message.", run: runStatus},
+		joinCommand(),
+		leaveCommand(),
 	}
 }
 
