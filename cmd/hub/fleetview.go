@@ -6,6 +6,9 @@ import (
 	"os"
 	"slices"
 
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
 	"github.com/urutau-io/fleet/internal/cli"
 )
 
@@ -21,6 +24,7 @@ func isFleetCommand(args []string) bool {
 // runFleetCommand runs it; a non-zero exit code ends the process with it (2 means "answered, not
 // healthy" to scripts, not a failure to report).
 func runFleetCommand(ctx context.Context, args []string, stdout io.Writer) error {
+	ctrllog.SetLogger(logr.Discard()) // the command reports its own errors
 	if code := cli.Run(ctx, "hub", args, cli.Streams{Out: stdout, Err: os.Stderr}); code != cli.ExitOK {
 		os.Exit(code)
 	}
