@@ -65,8 +65,9 @@ $(GOLANGCI_LINT):
 ##@ Build and run
 
 .PHONY: build
-build: ## Build the hub binary into bin/hub.
+build: ## Build the hub binary and the kubectl plugin into bin/ (bin/hub, bin/kubectl-urutau).
 	$(GO) build -o bin/hub ./cmd/hub
+	$(GO) build -o bin/kubectl-urutau ./cmd/kubectl-urutau
 
 .PHONY: demo
 demo: control-plane build ## Run a local fleet (hub + 2 members, no Docker) with sample pipelines; Ctrl-C stops it.
