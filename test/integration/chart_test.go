@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"helm.sh/helm/v4/pkg/chart/v2/lint"
+	"helm.sh/helm/v4/pkg/chart/v2/lint/support"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -186,5 +188,18 @@ func checkHubImage(t *testing.T, c client.Client, image string) {
 	containers, _, _ := unstructured.NestedSlice(dep.Object, "spec", "template", "spec", "containers")
 	if got := containers[0].(map[string]any)["image"]; got != image {
 		t.Errorf("the hub runs %v, want %s", got, image)
+	}
+}
+
+// TestChartLint runs `helm lint`'s rules (Helm's own lint package) on the chart, with its
+// defaults and with every feature on: no warning, no error.
+func TestChartLint(t *testing.T) {
+	for _, tc := range chartCases {
+		linter := lint.RunAll(chartDir, tc.values, "urutau-system")
+		for _, m := range linter.Messages {
+			if m.Severity >= support.WarningSev {
+				t.Errorf("%s: helm lint: %s", tc.name, m)
+			}
+		}
 	}
 }
