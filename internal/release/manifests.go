@@ -120,8 +120,8 @@ func pinImages(objs []*unstructured.Unstructured, o Options) error {
 		}
 		containers, _, _ := unstructured.NestedSlice(obj.Object, "spec", "template", "spec", "containers")
 		for _, c := range containers {
-			container := c.(map[string]any)
-			if container["name"] != "hub" {
+			container, ok := c.(map[string]any)
+			if !ok || container["name"] != "hub" {
 				continue
 			}
 			container["image"] = o.HubImage()
@@ -137,7 +137,7 @@ func pinImages(objs []*unstructured.Unstructured, o Options) error {
 func setEnv(container map[string]any, name, value string) bool {
 	env, _ := container["env"].([]any)
 	for _, e := range env {
-		if v := e.(map[string]any); v["name"] == name {
+		if v, ok := e.(map[string]any); ok && v["name"] == name {
 			v["value"] = value
 			return true
 		}
