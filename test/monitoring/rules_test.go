@@ -2,14 +2,13 @@ package monitoring
 
 import (
 	"log/slog"
-
-	"github.com/prometheus/common/model"
 	"os"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/rulefmt"
 	"github.com/prometheus/prometheus/promql/parser"
 	"go.yaml.in/yaml/v3"
