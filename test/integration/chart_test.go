@@ -203,3 +203,23 @@ func TestChartLint(t *testing.T) {
 		}
 	}
 }
+
+// TestChartRefusesBadValues: values.schema.json turns a mistyped value into an error that names it,
+// before anything is rendered.
+func TestChartRefusesBadValues(t *testing.T) {
+	for _, tc := range []struct {
+		values map[string]any
+		want   string
+	}{
+		{map[string]any{"clusterProvider": "secrets"}, "clusterProvider"},
+		{map[string]any{"replicaCount": 0}, "replicaCount"},
+		{map[string]any{"image": map[string]any{"digest": "sha256:abc"}}, "digest"},
+		{map[string]any{"extraArgs": []any{"member-timeout=5s"}}, "extraArgs"},
+		{map[string]any{"webhook": map[string]any{"certmanager": map[string]any{"enabled": true}}}, "certmanager"},
+	} {
+		_, err := release.RenderChart(chartDir, "urutau-fleet", "urutau-system", tc.values)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("values %v: want an error naming %s, got %v", tc.values, tc.want, err)
+		}
+	}
+}
