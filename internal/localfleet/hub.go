@@ -105,7 +105,8 @@ func Up(ctx context.Context, o FleetOptions) (*Fleet, error) {
 	}
 
 	o.logf("installing the CDCPipeline CRD on the hub")
-	if err := ApplyFiles(ctx, hub, filepath.Join(o.RepoRoot, "config/hub/crd/bases/urutau.io_cdcpipelines.yaml")); err != nil {
+	if err := ApplyFiles(ctx, hub, filepath.Join(o.RepoRoot, "config/hub/crd/bases/urutau.io_cdcpipelines.yaml"),
+		filepath.Join(o.RepoRoot, "config/hub/crd/bases/urutau.io_readerleases.yaml")); err != nil {
 		return nil, err
 	}
 	kedaCRD, err := kedaCRDPath(ctx, o.RepoRoot)

@@ -99,7 +99,7 @@ func (v *CDCPipelineValidator) ValidateDelete(context.Context, *urutauv1alpha1.C
 // checkUniqueness lists every CDCPipeline of the hub and compares source identities. A List
 // failure is returned as an error: admission fails closed.
 func (v *CDCPipelineValidator) checkUniqueness(ctx context.Context, p *urutauv1alpha1.CDCPipeline) (field.ErrorList, error) {
-	if id, ok := identityOf(p); !ok || id.empty() {
+	if _, ok := identityOf(p); !ok {
 		return nil, nil
 	}
 	if v.Client == nil {
@@ -109,7 +109,7 @@ func (v *CDCPipelineValidator) checkUniqueness(ctx context.Context, p *urutauv1a
 	var list urutauv1alpha1.CDCPipelineList
 	if err := v.Client.List(ctx, &list); err != nil {
 		return nil, apierrors.NewInternalError(fmt.Errorf(
-			"cannot check that the source identity (serverId, Postgres slot) is unique across the hub: listing CDCPipelines in all namespaces: %w; retry, and if it persists check the webhook's RBAC (list cdcpipelines cluster-wide)", err))
+			"cannot check that the source identity (MySQL serverId, Postgres slotName, Kafka groupId) is unique across the hub: listing CDCPipelines in all namespaces: %w; retry, and if it persists check the webhook's RBAC (list cdcpipelines cluster-wide)", err))
 	}
 	return validateUniqueness(p, list.Items), nil
 }

@@ -442,6 +442,10 @@ versions:
               items:
                 description: ClusterStatus is the state of the pipeline in one member.
                 properties:
+                  clusterID:
+                    description: ClusterID is the member's identity, the UID of its
+                      kube-system namespace, as last read.
+                    type: string
                   coordinatorReadyReplicas:
                     description: CoordinatorReadyReplicas is the coordinator StatefulSet's
                       ready replicas there.
@@ -473,6 +477,7 @@ versions:
                     - Unreachable
                     - Terminated
                     - Deleting
+                    - Orphaned
                     type: string
                 required:
                 - name
@@ -562,6 +567,11 @@ versions:
               description: Phase is the coordinator's phase, kept from the single-cluster
                 API.
               type: string
+            readerLease:
+              description: |-
+                ReaderLease names the ReaderLease (in the hub's namespace) that records where this pipeline
+                runs and guards its source: one reader per source identity across the fleet.
+              type: string
             readyClusters:
               description: ReadyClusters reads "ready/placed", e.g. "2/3".
               type: string
@@ -641,7 +651,6 @@ versions:
   - get
   - list
   - patch
-  - update
   - watch
 - apiGroups:
   - urutau.io
@@ -656,20 +665,9 @@ versions:
   verbs:
   - get
   - patch
-  - update
 {{- end }}
 
 {{- define "urutau-fleet.hubRoleRules" -}}
-- apiGroups:
-  - ""
-  resources:
-  - configmaps
-  verbs:
-  - create
-  - delete
-  - get
-  - list
-  - watch
 - apiGroups:
   - ""
   resources:
@@ -699,6 +697,17 @@ versions:
   verbs:
   - get
   - list
+  - watch
+- apiGroups:
+  - urutau.io
+  resources:
+  - readerleases
+  verbs:
+  - create
+  - delete
+  - get
+  - list
+  - update
   - watch
 {{- end }}
 
