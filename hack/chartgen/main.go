@@ -35,14 +35,14 @@ type part struct {
 	edit func(any) (any, error)
 	// raw, when set, renders the whole file as it is (field, kind and name are unused).
 	raw bool
+	// value, when set, is rendered instead of anything read from a file.
+	value any
 	// escape renders text that holds Go template actions (alert annotations, Grafana legends)
 	// literally instead of refusing it.
 	escape bool
 }
 
 var parts = []part{
-	{define: "crdAnnotations", file: "config/hub/crd/bases/urutau.io_cdcpipelines.yaml", kind: "CustomResourceDefinition", name: "cdcpipelines.urutau.io", field: []string{"metadata", "annotations"}},
-	{define: "crdSpec", file: "config/hub/crd/bases/urutau.io_cdcpipelines.yaml", kind: "CustomResourceDefinition", name: "cdcpipelines.urutau.io", field: []string{"spec"}},
 	{define: "hubClusterRoleRules", file: "config/hub/rbac/role.yaml", kind: "ClusterRole", name: "hub", field: []string{"rules"}},
 	{define: "hubRoleRules", file: "config/hub/rbac/role.yaml", kind: "Role", name: "hub", field: []string{"rules"}},
 	{define: "leaderElectionRules", file: "config/hub/rbac/leader_election_role.yaml", kind: "Role", name: "leader-election", field: []string{"rules"}},
@@ -60,7 +60,12 @@ const RulesPath = "config/monitoring/urutau-fleet.rules.yaml"
 func main() {
 	root := flag.String("root", ".", "the repository root")
 	flag.Parse()
-	out, err := Generate(*root, parts)
+	crds, err := crdParts(*root)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "chartgen:", err)
+		os.Exit(1)
+	}
+	out, err := Generate(*root, append(crds, parts...))
 	if err == nil {
 		err = os.WriteFile(filepath.Join(*root, OutputPath), out, 0o644)
 	}
@@ -98,10 +103,43 @@ func Generate(root string, parts []part) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
+// crdDir holds the CRDs `make manifests` generates; every one goes into the chart.
+const crdDir = "config/hub/crd/bases"
+
+// crdParts are, for each CRD, its annotations and spec ("urutau-fleet.crd.<name>.annotations",
+// ".spec"), and "urutau-fleet.crdNames", the list of their names that templates/crd.yaml ranges
+// over.
+func crdParts(root string) ([]part, error) {
+	files, err := filepath.Glob(filepath.Join(root, crdDir, "*.yaml"))
+	if err != nil || len(files) == 0 {
+		return nil, fmt.Errorf("no CRDs in %s: %v", crdDir, err)
+	}
+	var out []part
+	var names []string
+	for _, f := range files {
+		rel, err := filepath.Rel(root, f)
+		if err != nil {
+			return nil, err
+		}
+		// urutau.io_cdcpipelines.yaml holds cdcpipelines.urutau.io.
+		group, plural, _ := strings.Cut(strings.TrimSuffix(filepath.Base(f), ".yaml"), "_")
+		name := plural + "." + group
+		names = append(names, name)
+		out = append(out,
+			part{define: "crd." + name + ".annotations", file: rel, kind: "CustomResourceDefinition", name: name, field: []string{"metadata", "annotations"}},
+			part{define: "crd." + name + ".spec", file: rel, kind: "CustomResourceDefinition", name: name, field: []string{"spec"}})
+	}
+	return append(out, part{define: "crdNames", value: names}), nil
+}
+
 // render is p's text: the whole file, or its field as YAML.
 func render(root string, p part) (string, error) {
 	if p.raw {
 		raw, err := os.ReadFile(filepath.Join(root, p.file))
+		return string(raw), err
+	}
+	if p.value != nil {
+		raw, err := yaml.Marshal(p.value)
 		return string(raw), err
 	}
 	v, err := extract(root, p)

@@ -142,9 +142,14 @@ func seedHub(t *testing.T, hub *testenv.Cluster) {
 	eu.Annotations = map[string]string{"urutau.io/cluster-id": "uid-eu-1"}
 	mustCreate(ctx, t, hub, eu)
 	mustCreate(ctx, t, hub, testenv.KubeconfigSecret("urutau-system", "us-1", []byte("unused"), nil))
-	mustCreate(ctx, t, hub, &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "urutau-system", Name: "urutau-tombstone-1", Labels: map[string]string{"urutau.io/tombstone": "true"}},
-		Data:       map[string]string{"cluster": "gone", "namespace": "shop", "name": "old", "reason": "unreachable"},
+	// A tombstone: the reader lease entry of a pipeline deleted while member "gone" did not answer.
+	mustCreate(ctx, t, hub, &urutauv1alpha1.ReaderLease{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "urutau-system", Name: "mysql-5101"},
+		Spec: urutauv1alpha1.ReaderLeaseSpec{
+			Holder: urutauv1alpha1.PipelineRef{Namespace: "shop", Name: "old", UID: "uid-of-a-deleted-pipeline"},
+			Members: []urutauv1alpha1.LeaseMember{{Cluster: "gone", ClusterID: "uid-gone", Namespace: "shop", PipelineUID: "uid-of-a-deleted-pipeline",
+				PipelineNamespace: "shop", PipelineName: "old", State: urutauv1alpha1.LeaseMemberGone, Reason: "deleted while unreachable"}},
+		},
 	})
 	since := metav1.NewTime(now().Add(-5 * time.Minute))
 	pipeline := func(name string, ready metav1.ConditionStatus, clusters ...urutauv1alpha1.ClusterStatus) {

@@ -20,12 +20,6 @@ import (
 const (
 	DefaultHubNamespace   = "urutau-system"
 	KubeconfigSecretLabel = "sigs.k8s.io/multicluster-runtime-kubeconfig"
-	TombstoneLabel        = "urutau.io/tombstone"
-	tombstoneKeyCluster   = "cluster"
-	tombstoneKeyNamespace = "namespace"
-	tombstoneKeyName      = "name"
-	tombstoneKeyReason    = "reason"
-	tombstoneKeyCreated   = "created"
 )
 
 var clusterProfileGVK = schema.GroupVersionKind{Group: "multicluster.x-k8s.io", Version: "v1alpha1", Kind: "ClusterProfileList"}
@@ -42,7 +36,9 @@ type GatherOptions struct {
 }
 
 // Gather reads the hub. The pipelines must be readable; entries and tombstones the user may not
-// read (RBAC) or that do not exist (no ClusterProfile CRD) become warnings.
+// read (RBAC) or that do not exist (no ClusterProfile CRD) become warnings. Tombstones are read
+// only when every pipeline is (no Namespace, no Pipeline): a tombstone is an entry of a pipeline
+// that no longer exists.
 func Gather(ctx context.Context, c client.Reader, o GatherOptions) (Facts, error) {
 	var f Facts
 	pipelines, err := readPipelines(ctx, c, o)
@@ -50,7 +46,11 @@ func Gather(ctx context.Context, c client.Reader, o GatherOptions) (Facts, error
 		return f, err
 	}
 	f.Pipelines = pipelines
-	for _, read := range []func(context.Context, client.Reader, string, *Facts) error{readSecrets, readClusterProfiles, readTombstones} {
+	reads := []func(context.Context, client.Reader, string, *Facts) error{readSecrets, readClusterProfiles}
+	if o.Namespace == "" && o.Pipeline == "" {
+		reads = append(reads, readTombstones)
+	}
+	for _, read := range reads {
 		if err := read(ctx, c, o.HubNamespace, &f); err != nil {
 			if !apierrors.IsForbidden(err) && !meta.IsNoMatchError(err) && !apierrors.IsNotFound(err) {
 				return f, err
@@ -90,7 +90,7 @@ func readPipelines(ctx context.Context, c client.Reader, o GatherOptions) ([]Pip
 
 // PipelineFrom reads a CDCPipeline's summary, tolerating any field that is missing.
 func PipelineFrom(u *unstructured.Unstructured) Pipeline {
-	p := Pipeline{Namespace: u.GetNamespace(), Name: u.GetName(), Generation: number(u.Object, "metadata", "generation"), Ready: Unknown}
+	p := Pipeline{Namespace: u.GetNamespace(), Name: u.GetName(), UID: string(u.GetUID()), Generation: number(u.Object, "metadata", "generation"), Ready: Unknown}
 	p.Observed = number(u.Object, "status", "observedGeneration")
 	p.Terminated, _, _ = unstructured.NestedString(u.Object, "status", "terminated", "reason")
 	conditions, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
@@ -174,15 +174,31 @@ func readClusterProfiles(ctx context.Context, c client.Reader, ns string, f *Fac
 	return nil
 }
 
-// readTombstones reads the hub's tombstone ConfigMaps (internal/fleet/tombstone.go).
+// readTombstones reads the hub's ReaderLeases: an entry whose pipeline no longer exists is a
+// tombstone, replayed by the hub when its member answers (internal/fleet/lease.go).
 func readTombstones(ctx context.Context, c client.Reader, ns string, f *Facts) error {
-	l := &corev1.ConfigMapList{}
-	if err := c.List(ctx, l, client.InNamespace(ns), client.MatchingLabels{TombstoneLabel: "true"}); err != nil {
-		return fmt.Errorf("listing tombstones in %s: %w", ns, err)
+	l := &urutauv1alpha1.ReaderLeaseList{}
+	if err := c.List(ctx, l, client.InNamespace(ns)); err != nil {
+		return fmt.Errorf("listing ReaderLeases in %s: %w", ns, err)
 	}
-	for _, cm := range l.Items {
-		f.Tombstones = append(f.Tombstones, Tombstone{Member: cm.Data[tombstoneKeyCluster], Namespace: cm.Data[tombstoneKeyNamespace],
-			Pipeline: cm.Data[tombstoneKeyName], Reason: cm.Data[tombstoneKeyReason], Created: parseTime(cm.Data[tombstoneKeyCreated])})
-	}
+	f.Tombstones = Tombstones(l.Items, f.Pipelines)
 	return nil
+}
+
+// Tombstones are the ReaderLease entries of pipelines that no longer exist.
+func Tombstones(leases []urutauv1alpha1.ReaderLease, pipelines []Pipeline) []Tombstone {
+	live := map[string]bool{}
+	for _, p := range pipelines {
+		live[p.UID] = true
+	}
+	var out []Tombstone
+	for _, l := range leases {
+		for _, e := range l.Spec.Members {
+			if !live[string(e.PipelineUID)] {
+				out = append(out, Tombstone{Member: e.Cluster, Namespace: e.PipelineNamespace, Pipeline: e.PipelineName,
+					Reason: e.Reason, Created: e.Since.Time})
+			}
+		}
+	}
+	return out
 }

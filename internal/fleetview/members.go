@@ -74,8 +74,8 @@ func Members(f Facts) []Member {
 //   - identity: status.clusters[].clusterID of any pipeline placed there, else the entry's
 //     urutau.io/cluster-id annotation (written by `hub join`);
 //   - reachable: a ClusterProfile's ControlPlaneHealthy condition when it has one, else the phase
-//     of the member's most recently changed placement (Unreachable: False; any other: True; no
-//     placement: Unknown);
+//     of the member's most recently changed placement (Unreachable: False; Orphaned, no
+//     placement: Unknown; any other: True);
 //   - engaged: whether the hub's inventory holds the member (the hub engages every entry it lists);
 //   - last answer: the latest change of a placement there into a phase other than Unreachable (or
 //     of a healthy ClusterProfile condition).
@@ -97,7 +97,8 @@ func observe(name string, e *Entry, placements []Placement) Member {
 		if latest.Phase == "" || pl.LastTransition.After(latest.LastTransition) {
 			latest = pl
 		}
-		if pl.Phase != string(urutauv1alpha1.ClusterUnreachable) && !pl.LastTransition.IsZero() {
+		answered := pl.Phase != string(urutauv1alpha1.ClusterUnreachable) && pl.Phase != string(urutauv1alpha1.ClusterOrphaned)
+		if answered && !pl.LastTransition.IsZero() {
 			m.LastAnswer = later(m.LastAnswer, pl.LastTransition)
 		}
 	}
@@ -109,6 +110,8 @@ func observe(name string, e *Entry, placements []Placement) Member {
 		}
 	case latest.Phase == string(urutauv1alpha1.ClusterUnreachable):
 		m.Reachable = False
+	case latest.Phase == string(urutauv1alpha1.ClusterOrphaned):
+		// Out of the inventory: the hub no longer asks it anything.
 	case latest.Phase != "":
 		m.Reachable = True
 	}

@@ -5,8 +5,11 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
+
+	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
 )
 
 var (
@@ -31,6 +34,7 @@ func TestMembers(t *testing.T) {
 				{Member: "eu-1", Phase: "Ready", ClusterID: "uid-from-status", LastTransition: t1},
 				{Member: "us-1", Phase: "Ready", LastTransition: t0},
 				{Member: "gone", Phase: "Deleting", LastTransition: t0},
+				{Member: "deregistered", Phase: "Orphaned", LastTransition: t2},
 				{Member: "cp", Phase: "Ready", LastTransition: t0},
 			}},
 			{Namespace: "shop", Name: "clicks", Placements: []Placement{
@@ -43,6 +47,8 @@ func TestMembers(t *testing.T) {
 	got := Members(f)
 	want := []Member{
 		{Name: "cp", Reachable: False, Engaged: True, LastAnswer: ptr(t0), Placed: 1, Ready: 1, Source: "ClusterProfile"},
+		// Its entry was removed: the hub asks it nothing, its objects stay (Orphaned).
+		{Name: "deregistered", Reachable: Unknown, Engaged: False, Placed: 1, Source: "status"},
 		// Identity from the hub's status wins over what join recorded.
 		{Name: "eu-1", Identity: "uid-from-status", Reachable: True, Engaged: True, LastAnswer: ptr(t2), Placed: 2, Ready: 1,
 			Source: "Secret", Labels: map[string]string{"region": "eu"}},
@@ -60,7 +66,7 @@ func TestMembers(t *testing.T) {
 	if MembersHealthy(got) {
 		t.Error("unreachable members: want unhealthy")
 	}
-	if !MembersHealthy(want[3:4]) {
+	if !MembersHealthy(want[4:5]) {
 		t.Error("an idle engaged member is healthy")
 	}
 }
@@ -119,5 +125,17 @@ status:
 	bare := &unstructured.Unstructured{Object: map[string]any{"metadata": map[string]any{"name": "x", "namespace": "y"}}}
 	if d := cmp.Diff(Pipeline{Namespace: "y", Name: "x", Ready: Unknown}, PipelineFrom(bare)); d != "" {
 		t.Errorf("no status (-want +got)\n%s", d)
+	}
+}
+
+func TestTombstones(t *testing.T) {
+	leases := []urutauv1alpha1.ReaderLease{{Spec: urutauv1alpha1.ReaderLeaseSpec{Members: []urutauv1alpha1.LeaseMember{
+		{Cluster: "eu-1", PipelineUID: "live", PipelineName: "orders"},
+		{Cluster: "us-1", PipelineUID: "dead", PipelineNamespace: "shop", PipelineName: "old", Reason: "unreachable", Since: metav1.NewTime(t0)},
+	}}}}
+	got := Tombstones(leases, []Pipeline{{Name: "orders", UID: "live"}})
+	want := []Tombstone{{Member: "us-1", Namespace: "shop", Pipeline: "old", Reason: "unreachable", Created: t0}}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("(-want +got)\n%s", d)
 	}
 }

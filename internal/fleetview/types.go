@@ -34,7 +34,8 @@ type Placement struct {
 	LastTransition                 time.Time
 }
 
-// Tombstone is a member that may still hold objects of a deleted pipeline.
+// Tombstone is a member that may still hold objects of a deleted pipeline: a ReaderLease entry
+// whose pipeline is gone.
 type Tombstone struct {
 	Member, Namespace, Pipeline, Reason string
 	Created                             time.Time
@@ -42,9 +43,9 @@ type Tombstone struct {
 
 // Pipeline is one CDCPipeline's summary.
 type Pipeline struct {
-	Namespace, Name string
-	Generation      int64
-	Observed        int64
+	Namespace, Name, UID string
+	Generation           int64
+	Observed             int64
 	// Ready, ReadyReason and ReadyMessage are the Ready condition's; Ready is "Unknown" when the
 	// hub has not written it yet.
 	Ready, ReadyReason, ReadyMessage string

@@ -151,7 +151,7 @@ func prepareMember(t *testing.T, c client.Client) {
 }
 
 func pipeline() *urutauv1alpha1.CDCPipeline {
-	inline := `{"pipeline":"orders","source":{"kind":"mysql","serverId":7101},"sink":{"type":"iceberg","warehouse":"s3://lake/orders"},"tables":[{"target":"raw.orders"}]}`
+	inline := `{"pipeline":"orders","source":{"kind":"mysql","serverId":"7101"},"sink":{"type":"iceberg+rest","uri":"http://catalog.lake:8181/api/catalog","namespace":"raw","warehouse":"s3://lake/orders"},"tables":[{"source":"shop.orders","target":"raw.orders","primaryKey":["id"]}]}`
 	return &urutauv1alpha1.CDCPipeline{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "orders"},
 		Spec: urutauv1alpha1.CDCPipelineSpec{

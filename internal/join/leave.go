@@ -47,7 +47,7 @@ func Leave(ctx context.Context, o LeaveOptions, hub client.Client, member *rest.
 	if err := hub.Get(ctx, client.ObjectKey{Namespace: o.HubNamespace, Name: o.Name}, entry); err != nil {
 		return fmt.Errorf("member %s: %w", o.Name, err)
 	}
-	placed, err := placedOn(ctx, hub, o.Name)
+	placed, err := placedOn(ctx, hub, o.HubNamespace, o.Name)
 	if err != nil {
 		return err
 	}
@@ -77,11 +77,25 @@ func Leave(ctx context.Context, o LeaveOptions, hub client.Client, member *rest.
 	return cleanMember(ctx, member, o, out)
 }
 
-// placedOn lists the pipelines (namespace/name) whose status or placement names the member.
-func placedOn(ctx context.Context, hub client.Client, name string) ([]string, error) {
+// placedOn lists the pipelines (namespace/name) that may hold objects on the member: their spec
+// places them there, their status names it, or a ReaderLease entry of theirs records it (the hub
+// removes that entry once the member holds nothing of the pipeline).
+func placedOn(ctx context.Context, hub client.Client, hubNamespace, name string) ([]string, error) {
 	l := &urutauv1alpha1.CDCPipelineList{}
 	if err := hub.List(ctx, l); err != nil {
 		return nil, fmt.Errorf("listing CDCPipelines: %w", err)
+	}
+	leases := &urutauv1alpha1.ReaderLeaseList{}
+	if err := hub.List(ctx, leases, client.InNamespace(hubNamespace)); err != nil {
+		return nil, fmt.Errorf("listing ReaderLeases: %w", err)
+	}
+	leased := map[string]bool{} // pipeline UIDs with an entry on the member
+	for _, lease := range leases.Items {
+		for _, e := range lease.Spec.Members {
+			if e.Cluster == name {
+				leased[string(e.PipelineUID)] = true
+			}
+		}
 	}
 	var out []string
 	for _, p := range l.Items {
@@ -90,7 +104,7 @@ func placedOn(ctx context.Context, hub client.Client, name string) ([]string, er
 		for _, c := range p.Status.Clusters {
 			names = append(names, c.Name)
 		}
-		if slices.Contains(names, name) {
+		if slices.Contains(names, name) || leased[string(p.UID)] {
 			out = append(out, p.Namespace+"/"+p.Name)
 		}
 	}
@@ -132,7 +146,7 @@ func drain(ctx context.Context, hub client.Client, o LeaveOptions, entry *corev1
 func waitDrained(ctx context.Context, hub client.Client, o LeaveOptions, out io.Writer) error {
 	deadline := time.Now().Add(o.DrainTimeout)
 	for {
-		placed, err := placedOn(ctx, hub, o.Name)
+		placed, err := placedOn(ctx, hub, o.HubNamespace, o.Name)
 		if err != nil {
 			return err
 		}
@@ -152,15 +166,25 @@ func waitDrained(ctx context.Context, hub client.Client, o LeaveOptions, out io.
 	}
 }
 
-// checkTombstones refuses while the hub still has to clean deleted pipelines on the member.
+// checkTombstones refuses while the hub still has to clean deleted pipelines on the member: the
+// entries of its ReaderLeases whose pipeline is gone are replayed only while the member is in
+// the inventory.
 func checkTombstones(ctx context.Context, hub client.Client, o LeaveOptions) error {
-	l := &corev1.ConfigMapList{}
-	if err := hub.List(ctx, l, client.InNamespace(o.HubNamespace), client.MatchingLabels{fleetview.TombstoneLabel: "true"}); err != nil {
-		return fmt.Errorf("listing tombstones: %w", err)
+	leases := &urutauv1alpha1.ReaderLeaseList{}
+	if err := hub.List(ctx, leases, client.InNamespace(o.HubNamespace)); err != nil {
+		return fmt.Errorf("listing ReaderLeases: %w", err)
+	}
+	pipelines := &urutauv1alpha1.CDCPipelineList{}
+	if err := hub.List(ctx, pipelines); err != nil {
+		return fmt.Errorf("listing CDCPipelines: %w", err)
+	}
+	var live []fleetview.Pipeline
+	for _, p := range pipelines.Items {
+		live = append(live, fleetview.Pipeline{UID: string(p.UID)})
 	}
 	n := 0
-	for _, cm := range l.Items {
-		if cm.Data["cluster"] == o.Name {
+	for _, t := range fleetview.Tombstones(leases.Items, live) {
+		if t.Member == o.Name {
 			n++
 		}
 	}
