@@ -36,8 +36,11 @@ func main() {
 // readCRDs reads every CRD of dir, in file name order.
 func readCRDs(dir string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
-	if err != nil || len(files) == 0 {
-		return nil, fmt.Errorf("no CRDs in %s: %v", dir, err)
+	if err != nil {
+		return nil, fmt.Errorf("listing the CRDs in %s: %w", dir, err)
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("no CRDs in %s", dir)
 	}
 	var out []*apiextensionsv1.CustomResourceDefinition
 	for _, f := range files {

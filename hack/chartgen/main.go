@@ -111,8 +111,11 @@ const crdDir = "config/hub/crd/bases"
 // over.
 func crdParts(root string) ([]part, error) {
 	files, err := filepath.Glob(filepath.Join(root, crdDir, "*.yaml"))
-	if err != nil || len(files) == 0 {
-		return nil, fmt.Errorf("no CRDs in %s: %v", crdDir, err)
+	if err != nil {
+		return nil, fmt.Errorf("listing the CRDs in %s: %w", crdDir, err)
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("no CRDs in %s", crdDir)
 	}
 	var out []part
 	var names []string
