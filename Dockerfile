@@ -1,8 +1,14 @@
-# The hub image: `docker build -t urutau-fleet-hub .` (hack/kind-e2e.sh builds and loads it).
+# The hub image, for every architecture buildx targets:
+#   docker build -t urutau-fleet-hub .                                   # this machine's architecture
+#   docker buildx build --platform linux/amd64,linux/arm64 \
+#     --build-arg VERSION=v0.1.0 --build-arg REVISION="$(git rev-parse HEAD)" \
+#     -t ghcr.io/urutau-io/urutau-fleet-hub:v0.1.0 --push .             # a release (docs/releasing.md)
 # A static binary on distroless, non-root, as config/hub/manager runs it (runAsUser 65532,
-# read-only root filesystem).
+# read-only root filesystem). hack/kind-e2e.sh builds and loads it.
 
-FROM golang:1.26 AS build
+# The compiler runs on the build machine's platform and cross-compiles to the target's (Go needs no
+# emulation for that), so an arm64 image builds as fast as an amd64 one.
+FROM --platform=$BUILDPLATFORM golang:1.26 AS build
 WORKDIR /src
 # The module proxy to download from; pass yours with --build-arg GOPROXY="$(go env GOPROXY)".
 ARG GOPROXY=https://proxy.golang.org,direct
@@ -14,9 +20,29 @@ RUN go mod download
 COPY api/ api/
 COPY cmd/ cmd/
 COPY internal/ internal/
-RUN go build -trimpath -ldflags="-s -w" -o /out/hub ./cmd/hub
+# config/spoke is embedded in the binary: `hub join` applies it to members.
+COPY config/spoke/ config/spoke/
+# Set by buildx for each --platform.
+ARG TARGETOS TARGETARCH
+# What `hub --version` and urutau_fleet_build_info report (internal/version).
+# Empty: taken from what the toolchain recorded, "(devel)" and "unknown" in an image.
+ARG VERSION=
+ARG REVISION=
+ARG BUILD_DATE=
+RUN GOOS=${TARGETOS:-linux} GOARCH=${TARGETARCH} go build -trimpath \
+    -ldflags="-s -w \
+      -X github.com/urutau-io/fleet/internal/version.version=${VERSION} \
+      -X github.com/urutau-io/fleet/internal/version.revision=${REVISION} \
+      -X github.com/urutau-io/fleet/internal/version.buildDate=${BUILD_DATE}" \
+    -o /out/hub ./cmd/hub
 
 FROM gcr.io/distroless/static:nonroot
+ARG VERSION=
+ARG REVISION=
+LABEL org.opencontainers.image.title="urutau fleet hub" \
+      org.opencontainers.image.source="https://github.com/urutau-io/fleet" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${REVISION}"
 COPY --from=build /out/hub /hub
 USER 65532:65532
 ENTRYPOINT ["/hub"]

@@ -26,19 +26,26 @@ help: ## Show this help.
 ##@ Development
 
 .PHONY: generate
-generate: ## Generate deepcopy code for the API types.
+generate: ## Generate deepcopy code for the API types, and docs/api.md from the CRD.
 	$(CONTROLLER_GEN) object paths=./api/...
+	$(GO) run ./hack/apidocs
 
 .PHONY: manifests
-manifests: ## Generate the CRD and RBAC manifests from markers.
+manifests: ## Generate the CRD, RBAC and webhook manifests from markers, and the chart's copy of them.
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/hub/crd/bases
 	$(CONTROLLER_GEN) rbac:roleName=hub paths=./internal/... output:rbac:artifacts:config=config/hub/rbac
 	$(CONTROLLER_GEN) webhook paths=./internal/webhook/... output:webhook:artifacts:config=config/hub/webhook
+	$(GO) run ./hack/chartgen
+	$(GO) run ./hack/apidocs
+
+# What generate and manifests write: the chart's copy of config/hub (hack/chartgen) and the API
+# reference (hack/apidocs) too.
+GENERATED_PATHS := api config charts docs/api.md
 
 .PHONY: verify-gen
 verify-gen: generate manifests ## Regenerate everything and fail if the tree changed.
-	@git diff --exit-code -- api config || { echo "generated files are stale: run 'make generate manifests' and commit"; exit 1; }
-	@test -z "$$(git status --porcelain -- api config)" || { git status --porcelain -- api config; echo "untracked generated files: commit them"; exit 1; }
+	@git diff --exit-code -- $(GENERATED_PATHS) || { echo "generated files are stale: run 'make generate manifests' and commit"; exit 1; }
+	@test -z "$$(git status --porcelain -- $(GENERATED_PATHS))" || { git status --porcelain -- $(GENERATED_PATHS); echo "untracked generated files: commit them"; exit 1; }
 
 .PHONY: fmt
 fmt: ## Format the Go code.
@@ -58,8 +65,9 @@ $(GOLANGCI_LINT):
 ##@ Build and run
 
 .PHONY: build
-build: ## Build the hub binary into bin/hub.
+build: ## Build the hub binary and the kubectl plugin into bin/ (bin/hub, bin/kubectl-urutau).
 	$(GO) build -o bin/hub ./cmd/hub
+	$(GO) build -o bin/kubectl-urutau ./cmd/kubectl-urutau
 
 .PHONY: demo
 demo: control-plane build ## Run a local fleet (hub + 2 members, no Docker) with sample pipelines; Ctrl-C stops it.
@@ -76,7 +84,7 @@ control-plane: ## Build kube-apiserver, etcd, kubectl, kwok... into the per-user
 	hack/control-plane.sh
 
 .PHONY: test
-test: control-plane ## Run every test, unit and integration, against real API servers.
+test: control-plane test-monitoring ## Run every test, unit and integration, against real API servers.
 	KUBEBUILDER_ASSETS=$(CONTROL_PLANE_DIR) $(GO) test ./... -count=1 -timeout 40m
 
 .PHONY: test-e2e

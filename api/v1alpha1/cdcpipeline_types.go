@@ -15,11 +15,16 @@ const MaxNameLength = 40
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:path=cdcpipelines,singular=cdcpipeline,scope=Namespaced
+// +kubebuilder:resource:path=cdcpipelines,singular=cdcpipeline,scope=Namespaced,shortName=cdcp,categories=urutau
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,description="Why the pipeline is or is not Ready"
 // +kubebuilder:printcolumn:name="Clusters",type=string,JSONPath=`.status.readyClusters`,description="Members whose coordinator is ready / members the pipeline is placed on"
 // +kubebuilder:printcolumn:name="Terminated",type=string,JSONPath=`.status.terminated.reason`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="Generation",type=integer,JSONPath=`.metadata.generation`,priority=1,description="The spec's generation"
+// +kubebuilder:printcolumn:name="Observed",type=integer,JSONPath=`.status.observedGeneration`,priority=1,description="The generation the hub last reconciled to a conclusion"
+// +kubebuilder:printcolumn:name="Members",type=string,JSONPath=`.status.inventory`,priority=1,description="The members that hold, or may hold, the pipeline's workload"
+// +kubebuilder:printcolumn:name="Message",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].message`,priority=1,description="The Ready condition's message"
 // +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 40",message="metadata.name must be at most 40 characters: <name>-coordinator names a StatefulSet whose pod and controller-revision-hash label must fit in 63 characters"
 type CDCPipeline struct {
 	metav1.TypeMeta   `json:",inline"`

@@ -35,6 +35,8 @@ spec.placement.clusterSelector matches. 'hub member-secret --help' prints a memb
 Usage:
   hub [flags]
   hub member-secret [flags]
+  hub members|status|join|leave [flags]   (as kubectl urutau; 'hub join --help')
+  hub --version
 
 Flags:
 `

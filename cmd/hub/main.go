@@ -39,6 +39,7 @@ import (
 	"github.com/urutau-io/fleet/internal/fleet"
 	"github.com/urutau-io/fleet/internal/fleet/inventory"
 	"github.com/urutau-io/fleet/internal/fleet/inventory/clusterprofile"
+	"github.com/urutau-io/fleet/internal/version"
 	internalwebhook "github.com/urutau-io/fleet/internal/webhook"
 )
 
@@ -57,6 +58,13 @@ func main() {
 func run(args []string, stdout io.Writer) error {
 	if len(args) > 0 && args[0] == memberSecretCommand {
 		return runMemberSecret(args[1:], stdout)
+	}
+	if isFleetCommand(args) {
+		return runFleetCommand(context.Background(), args, stdout)
+	}
+	if versionRequested(args) {
+		printVersion(stdout)
+		return nil
 	}
 	o, err := parseFlags(args)
 	if errors.Is(err, pflag.ErrHelp) {
@@ -84,7 +92,7 @@ func run(args []string, stdout io.Writer) error {
 		return err
 	}
 
-	log.Info("Starting the hub", "clusterProvider", o.clusterProvider, "providerNamespace", o.providerNamespace,
+	log.Info("Starting the hub", "version", version.Get().Version, "revision", version.Get().Revision, "clusterProvider", o.clusterProvider, "providerNamespace", o.providerNamespace,
 		"watchNamespaces", o.watchNamespaces, "fieldManager", o.fieldManager, "webhook", o.enableWebhook,
 		"leaderElection", o.leaderElect)
 	if err := mgr.Start(ctx); err != nil {

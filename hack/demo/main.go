@@ -22,12 +22,15 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
+	"github.com/urutau-io/fleet/internal/cli"
 	"github.com/urutau-io/fleet/internal/localfleet"
 )
 
@@ -54,6 +57,8 @@ type config struct {
 }
 
 func main() {
+	// controller-runtime's clients log through this; the demo says what happens itself.
+	ctrllog.SetLogger(logr.Discard())
 	if err := run(os.Args[1:]); err != nil {
 		fmt.Fprintln(os.Stderr, "demo:", err)
 		os.Exit(1)
@@ -175,7 +180,7 @@ func up(ctx context.Context, c config) (err error) {
 		return err
 	}
 	say("up in %s; watching (Ctrl-C stops and removes everything)", time.Since(start).Round(100*time.Millisecond))
-	return watch(ctx, c, hub, byName, start)
+	return watch(ctx, c, hub, byName, f.Hub.KubeconfigPath, start)
 }
 
 func memberNames() string {
@@ -206,7 +211,7 @@ type row struct {
 	pipeline, member, phase, coordinator, pod, message string
 }
 
-func watch(ctx context.Context, c config, hub client.Client, byName map[string]client.Client, start time.Time) error {
+func watch(ctx context.Context, c config, hub client.Client, byName map[string]client.Client, hubKubeconfig string, start time.Time) error {
 	var deadline <-chan time.Time
 	if c.exitWhenRunning {
 		deadline = time.After(c.timeout)
@@ -222,6 +227,9 @@ func watch(ctx context.Context, c config, hub client.Client, byName map[string]c
 		say("urutau fleet demo — hub + %s — %s since start (Ctrl-C stops and removes everything)",
 			memberNames(), time.Since(start).Round(time.Second))
 		printTable(os.Stdout, rows)
+		// The members as `kubectl urutau members` shows them (cmd/kubectl-urutau).
+		fmt.Printf("\n$ kubectl urutau members --kubeconfig %s\n", hubKubeconfig)
+		cli.Run(ctx, "kubectl urutau", []string{"members", "--kubeconfig", hubKubeconfig}, cli.Streams{Out: os.Stdout, Err: os.Stdout})
 		if allRunning && c.exitWhenRunning {
 			say("every placed member runs its coordinator: %s after start", time.Since(start).Round(100*time.Millisecond))
 			return nil

@@ -302,7 +302,7 @@ func testKubectlDocs(t *testing.T, h *hub) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if got := strings.Fields(lines[0]); !slices.Equal(got, []string{"NAME", "READY", "CLUSTERS", "TERMINATED", "AGE"}) {
+	if got := strings.Fields(lines[0]); !slices.Equal(got, []string{"NAME", "READY", "REASON", "CLUSTERS", "TERMINATED", "AGE"}) {
 		t.Errorf("columns: %v", got)
 	}
 	row := func(name string) []string {
@@ -314,9 +314,18 @@ func testKubectlDocs(t *testing.T, h *hub) {
 		t.Fatalf("no row for %s in:\n%s", name, out)
 		return nil
 	}
-	expect(t, "healthy row", row("healthy")[:3], []string{"healthy", "True", "2/2"})
-	expect(t, "terminated row", row("terminated")[:4], []string{"terminated", "False", "0/2", "SecretValidationFailed"})
-	expect(t, "first-rollout row", row("first-rollout")[:3], []string{"first-rollout", "False", "0/2"})
+	expect(t, "healthy row", row("healthy")[:4], []string{"healthy", "True", "Ready", "2/2"})
+	expect(t, "terminated row", row("terminated")[:5], []string{"terminated", "False", "Terminated", "0/2", "SecretValidationFailed"})
+	expect(t, "first-rollout row", row("first-rollout")[:4], []string{"first-rollout", "False", "WaitingForCoordinator", "0/2"})
+
+	// -o wide adds the generations, the members and the Ready message (docs/is-my-pipeline-running.md).
+	out, err = h.kubectl("get", "cdcp", "-n", "cdc", "-o", "wide")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Fields(strings.SplitN(out, "\n", 2)[0]); !slices.Equal(got, []string{"NAME", "READY", "REASON", "CLUSTERS", "TERMINATED", "AGE", "GENERATION", "OBSERVED", "MEMBERS", "MESSAGE"}) {
+		t.Errorf("-o wide columns: %v", got)
+	}
 
 	out, err = h.kubectl("get", "cdcpipeline", "member-unreachable", "-n", "cdc", "-o",
 		`jsonpath={range .status.clusters[*]}{.name}{"\t"}{.phase}{"\t"}{.coordinatorReadyReplicas}{"\t"}{.message}{"\n"}{end}`)

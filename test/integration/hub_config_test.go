@@ -87,7 +87,8 @@ func TestHubConfigApplies(t *testing.T) {
 }
 
 // checkHubIdentity: the hub's ServiceAccount can do what the hub does on the hub cluster, and
-// reads Secrets and writes ConfigMaps and Leases only in its own namespace.
+// reads Secrets and writes ReaderLeases and Leases only in its own namespace (tombstones are
+// ReaderLease entries now: no ConfigMaps at all).
 func checkHubIdentity(t *testing.T, c *testenv.Cluster) {
 	t.Helper()
 	const ns = "urutau-system"
@@ -98,13 +99,14 @@ func checkHubIdentity(t *testing.T, c *testenv.Cluster) {
 		{"create", "", "events", "shop", ""}, {"create", "events.k8s.io", "events", "shop", ""},
 		{"list", "", "secrets", ns, ""}, {"watch", "", "secrets", ns, ""},
 		{"list", "multicluster.x-k8s.io", "clusterprofiles", ns, ""},
-		{"create", "", "configmaps", ns, ""}, {"delete", "", "configmaps", ns, ""},
+		{"create", "urutau.io", "readerleases", ns, ""}, {"delete", "urutau.io", "readerleases", ns, ""},
 		{"update", "coordination.k8s.io", "leases", ns, ""},
 		{"patch", "admissionregistration.k8s.io", "validatingwebhookconfigurations", "", "urutau-fleet-validating-webhook-configuration"},
 	}
 	denied := []access{
 		{"get", "", "secrets", "shop", ""}, {"list", "", "secrets", "", ""}, {"get", "", "secrets", "default", ""},
-		{"create", "", "configmaps", "shop", ""}, {"update", "coordination.k8s.io", "leases", "kube-system", ""},
+		{"create", "urutau.io", "readerleases", "shop", ""}, {"create", "", "configmaps", ns, ""},
+		{"update", "coordination.k8s.io", "leases", "kube-system", ""},
 		{"delete", "urutau.io", "cdcpipelines", "shop", ""}, {"create", "", "pods", "shop", ""},
 		{"patch", "admissionregistration.k8s.io", "validatingwebhookconfigurations", "", "someone-elses"},
 		{"escalate", "rbac.authorization.k8s.io", "clusterroles", "", ""},

@@ -1,0 +1,97 @@
+package fleetview
+
+import (
+	"time"
+)
+
+// Entry is one member's inventory entry on the hub.
+type Entry struct {
+	Name string
+	// Kind is Secret (the kubeconfig provider) or ClusterProfile.
+	Kind        string
+	Labels      map[string]string
+	Annotations map[string]string
+	Created     time.Time
+	// Healthy is a ClusterProfile's ControlPlaneHealthy condition status ("True", "False",
+	// "Unknown"); empty for a Secret, which carries no status.
+	Healthy string
+	// HealthChanged is when that condition last changed.
+	HealthChanged time.Time
+	Deleting      bool
+}
+
+// Placement is one pipeline on one member: an entry of a CDCPipeline's status.clusters[].
+type Placement struct {
+	Namespace, Pipeline string
+	Member              string
+	Phase               string
+	// ClusterID is the member's identity (its kube-system namespace UID) when the hub records it.
+	ClusterID string
+	// ObservedGeneration is the generation applied there; Generation is the pipeline's.
+	ObservedGeneration, Generation int64
+	ReadyReplicas                  int64
+	Message                        string
+	LastTransition                 time.Time
+}
+
+// Tombstone is a member that may still hold objects of a deleted pipeline: a ReaderLease entry
+// whose pipeline is gone.
+type Tombstone struct {
+	Member, Namespace, Pipeline, Reason string
+	Created                             time.Time
+}
+
+// Pipeline is one CDCPipeline's summary.
+type Pipeline struct {
+	Namespace, Name, UID string
+	Generation           int64
+	Observed             int64
+	// Ready, ReadyReason and ReadyMessage are the Ready condition's; Ready is "Unknown" when the
+	// hub has not written it yet.
+	Ready, ReadyReason, ReadyMessage string
+	Terminated                       string
+	Placements                       []Placement
+}
+
+// Facts is everything Gather read from the hub.
+type Facts struct {
+	Entries    []Entry
+	Pipelines  []Pipeline
+	Tombstones []Tombstone
+	// Warnings say what could not be read (e.g. Secrets forbidden to this user) and so is missing.
+	Warnings []string
+}
+
+// Member is one row of `kubectl urutau members`.
+type Member struct {
+	Name string `json:"name"`
+	// Identity is the member's cluster identity (kube-system namespace UID), "" if unknown.
+	Identity string `json:"identity,omitempty"`
+	// Reachable is True, False or Unknown.
+	Reachable string `json:"reachable"`
+	// Engaged is True while the member is in the hub's inventory, False when only pipelines'
+	// status still names it (removed from the inventory, or never added).
+	Engaged string `json:"engaged"`
+	// LastAnswer is the last time the member was seen answering; nil if never.
+	LastAnswer *time.Time `json:"lastAnswer,omitempty"`
+	// Placed counts the pipelines placed there; Ready those whose coordinator is ready there.
+	Placed int `json:"pipelinesPlaced"`
+	Ready  int `json:"pipelinesReady"`
+	// Tombstones counts the pending cleanups of deleted pipelines there.
+	Tombstones int               `json:"tombstonesPending"`
+	Source     string            `json:"source"`
+	Labels     map[string]string `json:"labels,omitempty"`
+}
+
+// PlacementRow is one row of `kubectl urutau status`.
+type PlacementRow struct {
+	Namespace          string     `json:"namespace"`
+	Pipeline           string     `json:"pipeline"`
+	Member             string     `json:"member"`
+	Phase              string     `json:"phase"`
+	Generation         int64      `json:"generation"`
+	ObservedGeneration int64      `json:"observedGeneration"`
+	ReadyReplicas      int64      `json:"readyReplicas"`
+	Message            string     `json:"message,omitempty"`
+	Since              *time.Time `json:"since,omitempty"`
+}
