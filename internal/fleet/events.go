@@ -1,11 +1,11 @@
 package fleet
 
 import (
-	"fmt"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
@@ -16,7 +16,7 @@ const (
 	EventInvalidSpec         = "InvalidSpec"
 	EventSecretNotReady      = "SecretNotReady"
 	EventInvalidSecret       = "InvalidSecret"
-	EventApplied             = "Applied"
+	EventReady               = "Ready"
 	EventClusterUnreachable  = "ClusterUnreachable"
 	EventApplyFailed         = "ApplyFailed"
 	EventRemoved             = "RemovedFromCluster"
@@ -34,28 +34,25 @@ const (
 	EventTombstoneReplayed   = "TombstoneReplayed"
 )
 
-// emitEvents reports what changed: writes, members whose state is new, and conditions that
-// appeared.
+// emitEvents reports changes of state, not writes: a member whose phase or message changed to a
+// failure, the pipeline becoming ready, a member emptied, a condition that appeared. A write that
+// changes nothing a person reads (the applies of a rollout, say) shows in status.clusters[] and
+// the log, not as an event: events are writes to the hub too, and a pipeline's first placement
+// makes none (hack/bench counts them).
 func (r *CoordinatorReconciler) emitEvents(p, orig *urutauv1alpha1.CDCPipeline, results map[string]memberResult, pl *placement) {
 	prev := map[string]urutauv1alpha1.ClusterStatus{}
 	for _, c := range orig.Status.Clusters {
 		prev[c.Name] = c
 	}
-	// One Applied event per reconcile, naming every member written: events of one object with
-	// the same reason and action are merged by client-go into a series that keeps the first
-	// note only, and concurrent ones race.
-	var applied []string
 	for _, m := range sortedKeys(results) {
 		res := results[m]
-		if res.wrote > 0 {
-			applied = append(applied, fmt.Sprintf("%d object(s) to cluster %q with field manager %q", res.wrote, m, FieldManagerFor(r.FieldManager, m)))
-		}
 		if c, ok := prev[m]; res.eventReason != "" && (!ok || c.Phase != res.obs.Phase || c.Message != res.obs.Message) {
 			r.event(p, corev1.EventTypeWarning, res.eventReason, "Apply", "cluster %q: %s", m, res.eventMessage)
 		}
 	}
-	if len(applied) > 0 {
-		r.event(p, corev1.EventTypeNormal, EventApplied, "Apply", "applied %s", strings.Join(applied, "; "))
+	if c := meta.FindStatusCondition(p.Status.Conditions, urutauv1alpha1.ConditionReady); c != nil && c.Status == metav1.ConditionTrue &&
+		!meta.IsStatusConditionTrue(orig.Status.Conditions, urutauv1alpha1.ConditionReady) {
+		r.event(p, corev1.EventTypeNormal, EventReady, "Apply", "%s (generation %d)", c.Message, p.Generation)
 	}
 	for _, m := range pl.decision.Dropped {
 		r.event(p, corev1.EventTypeNormal, EventRemoved, "Move", "removed from cluster %q, which the placement no longer selects", m)
