@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -141,12 +142,37 @@ func (j *applyJob) prefetch(ctx context.Context, w *coordinator.Workload) member
 			return s, j.conn.live.Get(ctx, client.ObjectKey{Namespace: j.p.Namespace, Name: ref.Name}, s)
 		}))
 	}
+	if !j.mayHaveStaleScaledObjects(w) {
+		return r
+	}
 	r.scaledObjects = prefetch(func() (*unstructured.UnstructuredList, error) {
 		list := &unstructured.UnstructuredList{}
 		list.SetGroupVersionKind(scaledObjectListGVK)
 		return list, j.conn.live.List(ctx, list, client.InNamespace(j.p.Namespace), client.MatchingLabels{urutauv1alpha1.LabelHubPipelineUID: string(j.p.UID)})
 	})
 	return r
+}
+
+// mayHaveStaleScaledObjects tells whether the member may hold ScaledObjects of the pipeline that
+// are no longer wanted, so that they must be listed to be pruned: not on the pipeline's first
+// placement there (nothing of it exists yet), nor when this process already pruned there for the
+// same wanted set; after a restart, once. The list is the one read of an apply, and a reconcile
+// that changes nothing makes none.
+func (j *applyJob) mayHaveStaleScaledObjects(w *coordinator.Workload) bool {
+	placed := false
+	for _, c := range j.p.Status.Clusters {
+		placed = placed || (c.Name == j.conn.name && c.ObservedGeneration > 0)
+	}
+	return placed && !j.applier.prunedFor(j.conn.name, j.p.UID, scaledObjectSet(w))
+}
+
+// scaledObjectSet names the wanted ScaledObjects, as the prune record keeps them.
+func scaledObjectSet(w *coordinator.Workload) string {
+	var names []string
+	for _, so := range w.ScaledObjects {
+		names = append(names, so.Name)
+	}
+	return strings.Join(names, ",")
 }
 
 // applySupporting applies everything the coordinator needs before it starts.
@@ -256,6 +282,9 @@ func (j *applyJob) applyScaledObjects(ctx context.Context, w *coordinator.Worklo
 			return "", res.wrote, err
 		}
 	}
+	if listed == nil {
+		return "", res.wrote, nil
+	}
 	list, err := listed()
 	switch {
 	case err != nil && kedaMissing(err) && len(w.ScaledObjects) > 0:
@@ -269,6 +298,7 @@ func (j *applyJob) applyScaledObjects(ctx context.Context, w *coordinator.Worklo
 	if err != nil {
 		return "", res.wrote + pruned, fmt.Errorf("pruning ScaledObjects in cluster %q: %w", j.conn.name, err)
 	}
+	j.applier.recordPruned(j.conn.name, j.p.UID, scaledObjectSet(w))
 	return "", res.wrote + pruned, nil
 }
 

@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	policyv1ac "k8s.io/client-go/applyconfigurations/policy/v1"
@@ -88,6 +89,8 @@ type applier struct {
 
 	mu   sync.Mutex
 	seen map[string]applyRecord
+	// pruned holds, per member and pipeline, the wanted ScaledObjects of the last prune there.
+	pruned map[string]string
 	// echoes recognises the member watch events of our applies (see echoFilter).
 	echoes echoFilter
 }
@@ -500,6 +503,24 @@ func extractUnstructured(live *unstructured.Unstructured, manager string) (map[s
 	return out, nil
 }
 
+// prunedFor tells whether this process pruned pipeline uid's ScaledObjects in member with
+// exactly this wanted set.
+func (a *applier) prunedFor(member string, uid types.UID, wanted string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	got, ok := a.pruned[member+"\x00"+string(uid)]
+	return ok && got == wanted
+}
+
+func (a *applier) recordPruned(member string, uid types.UID, wanted string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.pruned == nil {
+		a.pruned = map[string]string{}
+	}
+	a.pruned[member+"\x00"+string(uid)] = wanted
+}
+
 // forgetMember drops what is remembered of every object of member, which left the inventory.
 func (a *applier) forgetMember(member string) {
 	prefix := member + "\x00"
@@ -507,6 +528,11 @@ func (a *applier) forgetMember(member string) {
 	for k := range a.seen {
 		if strings.HasPrefix(k, prefix) {
 			delete(a.seen, k)
+		}
+	}
+	for k := range a.pruned {
+		if strings.HasPrefix(k, prefix) {
+			delete(a.pruned, k)
 		}
 	}
 	a.mu.Unlock()
