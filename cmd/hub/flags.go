@@ -13,6 +13,8 @@ import (
 
 	"github.com/spf13/pflag"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/urutau-io/fleet/internal/credentials"
 )
 
 // Cluster providers --cluster-provider accepts.
@@ -66,11 +68,14 @@ type options struct {
 	tombstoneNamespace      string
 	maxConcurrentReconciles int
 
+	// memberPolicy is what member credentials may use beyond the safe default.
+	memberPolicy credentials.Policy
+
 	zap zap.Options
 }
 
 // newFlagSet binds every flag to o, with its default.
-func newFlagSet(o *options, watchNamespaces *string) *pflag.FlagSet {
+func newFlagSet(o *options, watchNamespaces *string, serverAllowlist *[]string) *pflag.FlagSet {
 	fs := pflag.NewFlagSet("hub", pflag.ContinueOnError)
 	fs.SortFlags = false
 	// Parse reports errors to the caller, which prints them once (and --help on request).
@@ -122,6 +127,14 @@ func newFlagSet(o *options, watchNamespaces *string) *pflag.FlagSet {
 		"Namespace of the hub holding tombstones (default: --cluster-provider-namespace).")
 	fs.IntVar(&o.maxConcurrentReconciles, "max-concurrent-reconciles", 4, "CDCPipelines reconciled in parallel.")
 
+	// Member credentials (docs/security.md): refused unless the admin allows them here.
+	fs.BoolVar(&o.memberPolicy.AllowProxy, "member-allow-proxy", false,
+		"Let member kubeconfigs and ClusterProfiles set proxy-url. Off: a credential with a proxy is refused.")
+	fs.BoolVar(&o.memberPolicy.AllowInsecure, "member-allow-insecure-tls", false,
+		"Let member kubeconfigs and ClusterProfiles set insecure-skip-tls-verify instead of certificate-authority-data. Off: refused.")
+	fs.StringSliceVar(serverAllowlist, "member-server-allowlist", nil,
+		"Comma-separated hosts a member's server may name: exact names, *.domain wildcards, CIDRs. Empty: any host but link-local, unspecified and multicast addresses.")
+
 	// zap's flags are Go flags; pflag carries them unchanged (--zap-log-level, --zap-devel, ...).
 	gofs := flag.NewFlagSet("zap", flag.ContinueOnError)
 	o.zap.BindFlags(gofs)
@@ -134,10 +147,16 @@ func newFlagSet(o *options, watchNamespaces *string) *pflag.FlagSet {
 func parseFlags(args []string) (options, error) {
 	var o options
 	var watch string
-	fs := newFlagSet(&o, &watch)
+	var allowlist []string
+	fs := newFlagSet(&o, &watch, &allowlist)
 	if err := fs.Parse(args); err != nil {
 		return options{}, err
 	}
+	servers, err := credentials.ParseAllowlist(allowlist)
+	if err != nil {
+		return options{}, fmt.Errorf("--member-server-allowlist: %w", err)
+	}
+	o.memberPolicy.Servers = servers
 	if fs.NArg() > 0 {
 		return options{}, fmt.Errorf("unexpected arguments: %q", fs.Args())
 	}
@@ -203,7 +222,8 @@ func splitList(s string) []string {
 func printUsage(w io.Writer) {
 	var o options
 	var watch string
-	fs := newFlagSet(&o, &watch)
+	var allowlist []string
+	fs := newFlagSet(&o, &watch, &allowlist)
 	fmt.Fprint(w, description)
 	fmt.Fprint(w, fs.FlagUsagesWrapped(100))
 }

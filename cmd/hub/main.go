@@ -36,6 +36,7 @@ import (
 	"sigs.k8s.io/multicluster-runtime/providers/kubeconfig"
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
+	"github.com/urutau-io/fleet/internal/credentials"
 	"github.com/urutau-io/fleet/internal/fleet"
 	"github.com/urutau-io/fleet/internal/fleet/inventory"
 	"github.com/urutau-io/fleet/internal/fleet/inventory/clusterprofile"
@@ -128,8 +129,10 @@ func setup(ctx context.Context, o options, cfg *rest.Config) (mcmanager.Manager,
 		fleet.MemberClusterOptions(o.memberTimeout),
 	}
 	liveness := &fleet.Liveness{}
-	restOptions := []func(*rest.Config) error{fleet.MemberRequestDeadline(o.memberTimeout), liveness.Track}
-	provider, setupProvider := newProvider(o, memberOptions, restOptions)
+	// Screening first: the others only wrap the transport of a config that passed.
+	restOptions := []func(*rest.Config) error{credentials.RESTOption(o.memberPolicy), fleet.MemberRequestDeadline(o.memberTimeout), liveness.Track}
+	refusals := &inventory.Refusals{}
+	provider, setupProvider := newProvider(o, memberOptions, restOptions, refusals)
 
 	mgr, err := mcmanager.New(cfg, provider, manager.Options{
 		Scheme:                        scheme,
@@ -152,6 +155,7 @@ func setup(ctx context.Context, o options, cfg *rest.Config) (mcmanager.Manager,
 		return nil, fmt.Errorf("creating the manager: %w", err)
 	}
 	hub := mgr.GetLocalManager()
+	refusals.Recorder = hub.GetEventRecorder("urutau-fleet-inventory")
 
 	coordinators := &fleet.CoordinatorReconciler{
 		Client:                  hub.GetClient(),
@@ -238,14 +242,21 @@ const providerWorkers = 4
 // setupFunc registers a provider's own controller with the manager.
 type setupFunc func(context.Context, mcmanager.Manager) error
 
-// newProvider returns the member cluster provider --cluster-provider names.
-func newProvider(o options, memberOptions []cluster.Option, restOptions []func(*rest.Config) error) (multicluster.Provider, setupFunc) {
+// newProvider returns the member cluster provider --cluster-provider names. Both screen member
+// credentials (--member-allow-proxy, --member-allow-insecure-tls, --member-server-allowlist) and
+// record refusals in refusals.
+func newProvider(o options, memberOptions []cluster.Option, restOptions []func(*rest.Config) error, refusals *inventory.Refusals) (multicluster.Provider, setupFunc) {
 	if o.clusterProvider == providerClusterProfile {
-		p := clusterprofile.New(clusterprofile.Options{Namespace: o.providerNamespace, ClusterOptions: memberOptions, RESTOptions: restOptions})
+		p := clusterprofile.New(clusterprofile.Options{Namespace: o.providerNamespace, ClusterOptions: memberOptions,
+			RESTOptions: restOptions, Policy: o.memberPolicy, Refusals: refusals})
 		return p, p.SetupWithManager
 	}
 	p := kubeconfig.New(kubeconfig.Options{Namespace: o.providerNamespace, ClusterOptions: memberOptions, RESTOptions: restOptions})
-	return p, p.SetupWithManager
+	return p, func(ctx context.Context, mgr mcmanager.Manager) error {
+		// The provider reads each Secret through this manager's client, which screens it before the
+		// provider parses it (see inventory.ScreenedKubeconfigProvider).
+		return p.SetupWithManager(ctx, inventory.ScreenedKubeconfigProvider(mgr, o.providerNamespace, o.memberPolicy, refusals))
+	}
 }
 
 // newInventory lists the same entries the provider engages.
