@@ -207,6 +207,12 @@ func (o options) validate() error {
 	return errors.Join(errs...)
 }
 
+// reservedNamespaces are the hub's own namespaces: no pipeline may live there, on the hub or in a
+// member (tenancy.Boundary.Reserved).
+func (o options) reservedNamespaces() []string {
+	return splitList(o.providerNamespace + "," + o.tombstoneNamespace)
+}
+
 // splitList splits a comma-separated list, trimming entries and dropping empty and repeated ones.
 func splitList(s string) []string {
 	var out []string

@@ -157,10 +157,11 @@ func setup(ctx context.Context, o options, cfg *rest.Config) (mcmanager.Manager,
 	hub := mgr.GetLocalManager()
 	refusals.Recorder = hub.GetEventRecorder("urutau-fleet-inventory")
 
+	members := newInventory(o, hub.GetClient())
 	coordinators := &fleet.CoordinatorReconciler{
 		Client:                  hub.GetClient(),
 		Manager:                 mgr,
-		Inventory:               newInventory(o, hub.GetClient()),
+		Inventory:               members,
 		Image:                   o.coordinatorImage,
 		Recorder:                hub.GetEventRecorder(fleet.ControllerName),
 		FieldManager:            o.fieldManager,
@@ -177,7 +178,10 @@ func setup(ctx context.Context, o options, cfg *rest.Config) (mcmanager.Manager,
 		return nil, fmt.Errorf("setting up the CDCPipeline controllers: %w", err)
 	}
 	if o.enableWebhook {
-		if err := coordinators.SetupWebhookWithManager(mgr); err != nil {
+		v := &internalwebhook.CDCPipelineValidator{Client: hub.GetAPIReader(), Tenancy: &internalwebhook.TenancyCheck{
+			Reader: hub.GetAPIReader(), Inventory: members, Reserved: o.reservedNamespaces(),
+		}}
+		if err := internalwebhook.SetupWithManager(hub, v); err != nil {
 			return nil, fmt.Errorf("setting up the CDCPipeline webhook: %w", err)
 		}
 	}

@@ -104,8 +104,12 @@ func Up(ctx context.Context, o FleetOptions) (*Fleet, error) {
 		return nil, err
 	}
 
-	o.logf("installing the CDCPipeline CRD on the hub")
-	if err := ApplyFiles(ctx, hub, filepath.Join(o.RepoRoot, "config/hub/crd/bases/urutau.io_cdcpipelines.yaml")); err != nil {
+	o.logf("installing the CDCPipeline and PlacementPolicy CRDs on the hub")
+	if err := ApplyFiles(ctx, hub, filepath.Join(o.RepoRoot, "config/hub/crd/bases/urutau.io_cdcpipelines.yaml"),
+		filepath.Join(o.RepoRoot, "config/hub/crd/bases/urutau.io_placementpolicies.yaml")); err != nil {
+		return nil, err
+	}
+	if err := openPlacement(ctx, hub); err != nil {
 		return nil, err
 	}
 	kedaCRD, err := kedaCRDPath(ctx, o.RepoRoot)
@@ -129,7 +133,7 @@ func Up(ctx context.Context, o FleetOptions) (*Fleet, error) {
 			}
 		}
 		for _, ns := range o.Namespaces {
-			if err := ensureNamespace(ctx, mc, ns); err != nil {
+			if err := ensureMemberNamespace(ctx, mc, ns); err != nil {
 				return nil, err
 			}
 		}
@@ -323,6 +327,34 @@ func waitForCRDs(ctx context.Context, c client.Client) error {
 		time.Sleep(200 * time.Millisecond)
 	}
 	return errors.New("CRDs not established after 30s")
+}
+
+// OpenPlacementPolicy is the PlacementPolicy a local fleet starts with: a development fleet lets
+// every hub namespace place on every member (system namespaces stay refused).
+const OpenPlacementPolicy = "localfleet-open"
+
+func openPlacement(ctx context.Context, hub client.Client) error {
+	p := &urutauv1alpha1.PlacementPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: OpenPlacementPolicy},
+		Spec: urutauv1alpha1.PlacementPolicySpec{
+			NamespaceSelector: &metav1.LabelSelector{}, ClusterSelector: &metav1.LabelSelector{},
+		},
+	}
+	if err := hub.Create(ctx, p); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating PlacementPolicy %s: %w", p.Name, err)
+	}
+	return nil
+}
+
+// ensureMemberNamespace creates a member namespace opened to the fleet, as a member's platform
+// team would (urutau.io/fleet-managed=true).
+func ensureMemberNamespace(ctx context.Context, c client.Client, name string) error {
+	err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name,
+		Labels: map[string]string{urutauv1alpha1.LabelFleetManaged: "true"}}})
+	if apierrors.IsAlreadyExists(err) {
+		return nil
+	}
+	return err
 }
 
 func ensureNamespace(ctx context.Context, c client.Client, name string) error {

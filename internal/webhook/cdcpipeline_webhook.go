@@ -33,6 +33,8 @@ type CDCPipelineValidator struct {
 	// Client lists CDCPipelines in all namespaces. Prefer a live reader (mgr.GetAPIReader(), the
 	// default of SetupWithManager): a cache that lags lets a duplicate through.
 	Client client.Reader
+	// Tenancy, when set, applies the tenancy boundary (tenancy.go).
+	Tenancy *TenancyCheck
 }
 
 var _ admission.Validator[*urutauv1alpha1.CDCPipeline] = &CDCPipelineValidator{}
@@ -63,7 +65,11 @@ func (v *CDCPipelineValidator) ValidateCreate(ctx context.Context, p *urutauv1al
 		}
 		errs = uerrs
 	}
-	return warns, invalid(p, errs)
+	terrs, twarns, err := v.tenancy(ctx, p)
+	if err != nil {
+		return warns, err
+	}
+	return append(warns, twarns...), invalid(p, append(errs, terrs...))
 }
 
 // ValidateUpdate admits an update when the new spec is valid and changes no immutable field. An
@@ -88,7 +94,11 @@ func (v *CDCPipelineValidator) ValidateUpdate(ctx context.Context, oldObj, newOb
 			errs = uerrs
 		}
 	}
-	return warns, invalid(newObj, errs)
+	terrs, twarns, err := v.tenancy(ctx, newObj)
+	if err != nil {
+		return warns, err
+	}
+	return append(warns, twarns...), invalid(newObj, append(errs, terrs...))
 }
 
 // ValidateDelete admits every delete; the webhook is not registered for DELETE anyway.
