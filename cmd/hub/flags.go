@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -52,10 +54,13 @@ type options struct {
 	webhookService        string
 	webhookConfiguration  string
 	webhookCertSecret     string
+	webhookCertHosts      []string
 	watchNamespaces       []string
 	kedaPrometheusAddress string
 	kedaThreshold         string
 	metricsAddr           string
+	metricsSecure         bool
+	metricsCertDir        string
 	probeAddr             string
 	pprofAddr             string
 	leaderElect           bool
@@ -105,7 +110,13 @@ func newFlagSet(o *options, watchNamespaces *string, serverAllowlist *[]string) 
 		"Prometheus address of KEDA ScaledObjects; empty disables KEDA. A member's inventory entry overrides it with the annotation urutau.io/keda-prometheus-address.")
 	fs.StringVar(&o.kedaThreshold, "keda-threshold", defaultKEDAThreshold,
 		"KEDA trigger threshold (a positive number); empty means the default, as in the single-cluster operator.")
-	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "Address of the metrics endpoint; \"0\" disables it.")
+	fs.StringSliceVar(&o.webhookCertHosts, "webhook-cert-hosts", nil,
+		"With --webhook-self-signed: further DNS names or IP addresses the serving certificate is for (when the API server calls the webhook by URL).")
+	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8443", "Address of the metrics endpoint; \"0\" disables it.")
+	fs.BoolVar(&o.metricsSecure, "metrics-secure", true,
+		"Serve metrics over HTTPS, only to callers the hub cluster authenticates and authorizes for get on /metrics (TokenReview and SubjectAccessReview). false serves plain HTTP to anyone who can connect.")
+	fs.StringVar(&o.metricsCertDir, "metrics-cert-dir", "",
+		"Directory holding the metrics endpoint's tls.crt and tls.key; empty: a self-signed certificate generated at start.")
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address of /healthz and /readyz.")
 	fs.StringVar(&o.pprofAddr, "pprof-bind-address", "", "Address of Go's /debug/pprof profiling endpoints (e.g. 127.0.0.1:6060); empty or \"0\" disables them.")
 	fs.BoolVar(&o.leaderElect, "leader-elect", true,
@@ -205,6 +216,14 @@ func (o options) validate() error {
 		errs = append(errs, fmt.Errorf("--max-concurrent-reconciles must be at least 1, not %d", o.maxConcurrentReconciles))
 	}
 	return errors.Join(errs...)
+}
+
+// certDir is where the webhook server reads its certificate.
+func (o options) certDir() string {
+	if o.webhookCertDir != "" {
+		return o.webhookCertDir
+	}
+	return filepath.Join(os.TempDir(), "k8s-webhook-server", "serving-certs")
 }
 
 // reservedNamespaces are the hub's own namespaces: no pipeline may live there, on the hub or in a

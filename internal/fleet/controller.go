@@ -122,18 +122,7 @@ type CoordinatorReconciler struct {
 	tombstonesWritten sync.Map
 }
 
-// +kubebuilder:rbac:groups=urutau.io,resources=cdcpipelines,verbs=get;list;watch;update;patch
-// +kubebuilder:rbac:groups=urutau.io,resources=cdcpipelines/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups=urutau.io,resources=cdcpipelines/finalizers,verbs=update
-// Inventory entries, tombstones and the leader Lease live in the hub's own namespace only (the
-// Role generated for urutau-system; kustomize renames it with the install); events go to each
-// pipeline's namespace.
-// +kubebuilder:rbac:groups="",namespace=urutau-system,resources=secrets,verbs=get;list;watch
-// +kubebuilder:rbac:groups=multicluster.x-k8s.io,namespace=urutau-system,resources=clusterprofiles,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",namespace=urutau-system,resources=configmaps,verbs=get;list;watch;create;delete
-// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=urutau-system,resources=leases,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
-// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+// The hub's RBAC markers are all in rbac.go.
 
 // Reconcile brings one hub CDCPipeline's members to its spec: deletion first, then the finalizer,
 // the terminal gate, validation, placement, stop-before-start, the concurrent apply, and the

@@ -110,8 +110,6 @@ type TombstoneReconciler struct {
 	Recorder      events.EventRecorder
 }
 
-// +kubebuilder:rbac:groups="",namespace=urutau-system,resources=configmaps,verbs=get;list;watch;create;delete
-
 // Reconcile replays one tombstone.
 func (r *TombstoneReconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (reconcile.Result, error) {
 	cm := &corev1.ConfigMap{}

@@ -21,7 +21,7 @@ import (
 // The webhook reads the pipeline's hub Namespace (its labels decide system namespaces and policy
 // selection) and the PlacementPolicies, live.
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get
-// +kubebuilder:rbac:groups=urutau.io,resources=placementpolicies,verbs=get;list;watch
+// +kubebuilder:rbac:groups=urutau.io,resources=placementpolicies,verbs=list
 
 // TenancyCheck is the admission side of the tenancy boundary (internal/tenancy): the fast,
 // friendly answer; the reconciler checks again before every write into a member, because
