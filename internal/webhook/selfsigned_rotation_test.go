@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -31,6 +32,7 @@ import (
 // server admits CDCPipelines non-stop (every admission on a new connection, so every one is a TLS
 // handshake with one replica or the other). No admission may fail.
 func TestSelfSignedRotationUnderLoad(t *testing.T) {
+	ctrl.SetLogger(zap.New(zap.WriteTo(io.Discard)))
 	lb, err := newRoundRobin()
 	if err != nil {
 		t.Fatal(err)

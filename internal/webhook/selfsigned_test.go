@@ -84,7 +84,7 @@ func TestSelfSigned(t *testing.T) {
 				t.Fatalf("%s: %v", step, err)
 			}
 		}
-		expectVerified(t, c, step, one.CertDir, two.CertDir)
+		expectVerified(t, c, step, now, one.CertDir, two.CertDir)
 	}
 	ensureBoth("first start")
 	a, b := readCert(t, one.CertDir), readCert(t, two.CertDir)
@@ -120,12 +120,17 @@ func TestSelfSigned(t *testing.T) {
 	})
 
 	t.Run("CA rotated with a third left, old and new CA both in the caBundle", func(t *testing.T) {
-		now = now.Add(42 * 24 * time.Hour) // day 63 of 90
+		now = now.Add(21 * 24 * time.Hour) // day 42: leaves renewed again, valid to day 72
+		ensureBoth("second leaf renewal")
+		if storedCA(t, c) != firstCA {
+			t.Fatal("the CA was rotated with more than a third left")
+		}
+		now = now.Add(19 * 24 * time.Hour) // day 61 of 90: less than a third left
 		// One replica rotates; the other still serves a certificate of the old CA.
 		if err := one.Ensure(ctx); err != nil {
 			t.Fatal(err)
 		}
-		expectVerified(t, c, "mid rotation", one.CertDir, two.CertDir)
+		expectVerified(t, c, "mid rotation", now, one.CertDir, two.CertDir)
 		if storedCA(t, c) == firstCA {
 			t.Fatal("the CA was not rotated")
 		}
@@ -134,7 +139,7 @@ func TestSelfSigned(t *testing.T) {
 		if n := len(pemCerts(bundle)); n != 2 {
 			t.Errorf("caBundle holds %d certificates during the rotation, want 2", n)
 		}
-		now = now.Add(28 * 24 * time.Hour) // past the old CA's end
+		now = now.Add(30 * 24 * time.Hour) // day 91: past the old CA's end
 		ensureBoth("old CA expired")
 		if n := len(pemCerts(caBundle(t, c))); n != 1 {
 			t.Errorf("caBundle holds %d certificates after the old CA expired, want 1", n)
@@ -168,15 +173,15 @@ func TestSelfSigned(t *testing.T) {
 }
 
 // expectVerified: the configuration's caBundle verifies what each replica serves, for the
-// Service's DNS name.
-func expectVerified(t *testing.T, c client.Client, step string, dirs ...string) {
+// Service's DNS name, at time at.
+func expectVerified(t *testing.T, c client.Client, step string, at time.Time, dirs ...string) {
 	t.Helper()
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(caBundle(t, c)) {
 		t.Fatalf("%s: caBundle is not PEM", step)
 	}
 	for _, d := range dirs {
-		if _, err := readCert(t, d).Verify(x509.VerifyOptions{Roots: pool, DNSName: serviceDNS}); err != nil {
+		if _, err := readCert(t, d).Verify(x509.VerifyOptions{Roots: pool, DNSName: serviceDNS, CurrentTime: at}); err != nil {
 			t.Errorf("%s: the API server could not verify the certificate in %s: %v", step, d, err)
 		}
 	}
