@@ -22,6 +22,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	certutil "k8s.io/client-go/util/cert"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -179,7 +181,7 @@ func (f *Fleet) RegisterMember(ctx context.Context, m Member) error {
 	if err != nil {
 		return err
 	}
-	kubeconfig, err := os.ReadFile(f.opts.kubeconfigPath(m.Name))
+	kubeconfig, err := selfContained(f.opts.kubeconfigPath(m.Name))
 	if err != nil {
 		return err
 	}
@@ -195,6 +197,20 @@ func (f *Fleet) RegisterMember(ctx context.Context, m Member) error {
 		return fmt.Errorf("registering member %s: %w", m.Name, err)
 	}
 	return nil
+}
+
+// selfContained is the kubeconfig at path with the files it references (kwokctl writes paths to
+// its PKI) inlined, as `hub member-secret` makes it: the hub refuses file paths in member
+// credentials.
+func selfContained(path string) ([]byte, error) {
+	cfg, err := clientcmd.LoadFromFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := clientcmdapi.FlattenConfig(cfg); err != nil {
+		return nil, fmt.Errorf("inlining the files of %s: %w", path, err)
+	}
+	return clientcmd.Write(*cfg)
 }
 
 // StartHub starts the hub process (again) and waits for its webhook server to listen.
