@@ -17,6 +17,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	clusterinventoryv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 	"sigs.k8s.io/yaml"
 
@@ -137,6 +138,25 @@ func expectRefusedSecret(ctx context.Context, g Gomega, hubClient client.Client,
 		}
 		g.Expect(notes).To(ContainElement(ContainSubstring(`(exec): kubeconfig Secret urutau-system/member-exec: user`)))
 	}, 30*time.Second).Should(Succeed())
+	// And in the metric, by cluster and reason.
+	families, err := ctrlmetrics.Registry.Gather()
+	g.Expect(err).NotTo(HaveOccurred())
+	var refused float64
+	for _, f := range families {
+		if f.GetName() != "urutau_fleet_member_credentials_refused_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			l := map[string]string{}
+			for _, lp := range m.GetLabel() {
+				l[lp.GetName()] = lp.GetValue()
+			}
+			if l["cluster"] == "member-exec" && l["reason"] == "exec" {
+				refused += m.GetCounter().GetValue()
+			}
+		}
+	}
+	g.Expect(refused).To(BeNumerically(">=", 1), "urutau_fleet_member_credentials_refused_total{cluster=member-exec,reason=exec}")
 	g.Consistently(func() error {
 		_, err := mgr.GetCluster(ctx, "member-exec")
 		return err
