@@ -201,6 +201,14 @@ func setup(ctx context.Context, o options, cfg *rest.Config) (mcmanager.Manager,
 		v := &internalwebhook.CDCPipelineValidator{Client: hub.GetAPIReader(), Tenancy: &internalwebhook.TenancyCheck{
 			Reader: hub.GetAPIReader(), Inventory: members, Reserved: o.reservedNamespaces(),
 		}}
+		// The uniqueness check reads the few pipelines sharing an identity from the cache's index,
+		// when the cache holds every pipeline of the hub; with --watch-namespaces it lists them live.
+		if len(o.watchNamespaces) == 0 {
+			if err := internalwebhook.IndexIdentities(ctx, hub.GetFieldIndexer()); err != nil {
+				return nil, fmt.Errorf("indexing CDCPipelines by source identity: %w", err)
+			}
+			v.Identities = hub.GetClient()
+		}
 		if err := internalwebhook.SetupWithManager(hub, v); err != nil {
 			return nil, fmt.Errorf("setting up the CDCPipeline webhook: %w", err)
 		}

@@ -3,7 +3,6 @@ package webhook
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -33,6 +32,9 @@ type CDCPipelineValidator struct {
 	// Client lists CDCPipelines in all namespaces. Prefer a live reader (mgr.GetAPIReader(), the
 	// default of SetupWithManager): a cache that lags lets a duplicate through.
 	Client client.Reader
+	// Identities, when set, is a cache with IdentityIndex: the uniqueness check reads only the
+	// pipelines that share an identity key (uniqueness.go) instead of listing all through Client.
+	Identities client.Reader
 	// Tenancy, when set, applies the tenancy boundary (tenancy.go).
 	Tenancy *TenancyCheck
 }
@@ -57,6 +59,9 @@ func SetupWithManager(mgr ctrl.Manager, v *CDCPipelineValidator) error {
 // ValidateCreate admits a new pipeline when its spec is valid and its source identity is unique
 // across the hub.
 func (v *CDCPipelineValidator) ValidateCreate(ctx context.Context, p *urutauv1alpha1.CDCPipeline) (admission.Warnings, error) {
+	if errs := validateLimits(p); len(errs) > 0 { // limits.go: before anything parses it
+		return nil, invalid(p, errs)
+	}
 	errs, warns := ValidateSpec(p)
 	if len(errs) == 0 {
 		uerrs, err := v.checkUniqueness(ctx, p)
@@ -78,6 +83,9 @@ func (v *CDCPipelineValidator) ValidateCreate(ctx context.Context, p *urutauv1al
 func (v *CDCPipelineValidator) ValidateUpdate(ctx context.Context, oldObj, newObj *urutauv1alpha1.CDCPipeline) (admission.Warnings, error) {
 	if newObj.DeletionTimestamp != nil || apiequality.Semantic.DeepEqual(oldObj.Spec, newObj.Spec) {
 		return nil, nil
+	}
+	if errs := validateLimits(newObj); len(errs) > 0 {
+		return nil, invalid(newObj, errs)
 	}
 	errs, warns := ValidateSpec(newObj)
 	errs = append(errs, ValidateUpdate(oldObj, newObj)...)
@@ -106,8 +114,8 @@ func (v *CDCPipelineValidator) ValidateDelete(context.Context, *urutauv1alpha1.C
 	return nil, nil
 }
 
-// checkUniqueness lists every CDCPipeline of the hub and compares source identities. A List
-// failure is returned as an error: admission fails closed.
+// checkUniqueness compares p's source identity with the other CDCPipelines of the hub
+// (uniqueness.go). A failed read is returned as an error: admission fails closed.
 func (v *CDCPipelineValidator) checkUniqueness(ctx context.Context, p *urutauv1alpha1.CDCPipeline) (field.ErrorList, error) {
 	if id, ok := identityOf(p); !ok || id.empty() {
 		return nil, nil
@@ -116,12 +124,7 @@ func (v *CDCPipelineValidator) checkUniqueness(ctx context.Context, p *urutauv1a
 		return nil, apierrors.NewInternalError(errors.New(
 			"the CDCPipeline webhook has no client to check that the source identity is unique across the hub"))
 	}
-	var list urutauv1alpha1.CDCPipelineList
-	if err := v.Client.List(ctx, &list); err != nil {
-		return nil, apierrors.NewInternalError(fmt.Errorf(
-			"cannot check that the source identity (serverId, Postgres slot) is unique across the hub: listing CDCPipelines in all namespaces: %w; retry, and if it persists check the webhook's RBAC (list cdcpipelines cluster-wide)", err))
-	}
-	return validateUniqueness(p, list.Items), nil
+	return v.uniqueness(ctx, p) // uniqueness.go
 }
 
 // invalid is the one place an error list becomes an admission answer: a 422 Invalid whose causes

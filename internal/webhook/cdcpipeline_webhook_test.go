@@ -346,19 +346,19 @@ func badCases() []testCase {
 		// --- source identity unique across the hub ---
 		{name: "serverId used in another namespace", obj: pipeline(),
 			others: others(pipeline(named("billing", "invoices"))),
-			errs:   []want{e(field.ErrorTypeDuplicate, src+".serverId", "billing/invoices", "pick a serverId")}},
+			errs:   []want{e(field.ErrorTypeDuplicate, src+".serverId", "42 is already used by a CDCPipeline in another namespace of the hub", "pick a value")}},
 		{name: "serverId used as a string with leading zero", obj: pipeline(),
 			others: others(pipeline(named("billing", "invoices"), edit(func(d doc) { source(d)["serverId"] = "042" }))),
-			errs:   []want{e(field.ErrorTypeDuplicate, src+".serverId", "billing/invoices")}},
-		{name: "serverId used by two others, both named", obj: pipeline(),
+			errs:   []want{e(field.ErrorTypeDuplicate, src+".serverId", "another namespace of the hub")}},
+		{name: "serverId used by two others in other namespaces", obj: pipeline(),
 			others: others(pipeline(named("b", "two")), pipeline(named("a", "one"))),
-			errs:   []want{e(field.ErrorTypeDuplicate, src+".serverId", "a/one, b/two")}},
+			errs:   []want{e(field.ErrorTypeDuplicate, src+".serverId", "another namespace of the hub")}},
 		{name: "postgres slot used in another namespace", obj: pipeline(inline(postgresInline())),
 			others: others(pipeline(named("analytics", "pg-copy"), inline(postgresInline()), edit(func(d doc) { pg(d)["publication"] = "other" }))),
-			errs:   []want{e(field.ErrorTypeDuplicate, src+".postgres.slot", "analytics/pg-copy", "pick a slot")}},
+			errs:   []want{e(field.ErrorTypeDuplicate, src+".postgres.slot", "another namespace of the hub", "pick a value")}},
 		{name: "same name in another namespace is another pipeline", obj: pipeline(),
 			others: others(pipeline(named("staging", "orders"))),
-			errs:   []want{e(field.ErrorTypeDuplicate, src+".serverId", "staging/orders")}},
+			errs:   []want{e(field.ErrorTypeDuplicate, src+".serverId", "another namespace of the hub")}},
 	}
 
 	// --- UPDATE: immutable fields ---
@@ -431,7 +431,7 @@ func badCases() []testCase {
 		old:    pipeline(func(p *urutauv1alpha1.CDCPipeline) { p.Spec.Definition = urutauv1alpha1.Definition{Image: "planner:1"} }),
 		obj:    pipeline(),
 		others: others(pipeline(named("billing", "invoices"))),
-		errs:   []want{e(field.ErrorTypeDuplicate, src+".serverId", "billing/invoices")},
+		errs:   []want{e(field.ErrorTypeDuplicate, src+".serverId", "another namespace of the hub")},
 	})
 	return bad
 }
