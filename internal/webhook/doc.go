@@ -39,14 +39,25 @@
 // Source identity, unique across the whole hub (all namespaces): a non-empty source.serverId
 // (compared as a number when it is one, whatever the source kind, as the single-cluster webhook
 // did) and, for a postgres source, source.postgres.slot. The message names the other pipeline as
-// namespace/name. The pipeline itself (same namespace and name) and pipelines being deleted are
+// namespace/name when it is in the same namespace; one in another namespace is another tenant's,
+// and the message only says the value is taken there. The pipeline itself (same namespace and name) and pipelines being deleted are
 // ignored, and so are pipelines whose inline definition does not parse (they run nothing). A
 // postgres source without a slot (or a mysql source without a serverId) leaves the identity to the
 // coordinator's default, which the hub cannot see: it is admitted, as the single-cluster operator
-// admitted it, with a warning to set one. The check lists live from the API server (not the
-// cache) on CREATE, and on UPDATE only when the identity changed, which the immutability rules
-// below allow only when the old object had no parseable definition. A List failure is a
-// rejection. Two CREATEs racing with the same identity can both pass: admission is not a lock.
+// admitted it, with a warning to set one. The check reads the pipelines that share an identity key
+// through a field index of the hub's cache (IdentityIndex; with --watch-namespaces, which scopes
+// that cache, it lists every pipeline live instead) on CREATE, and on UPDATE only when the
+// identity changed, which the immutability rules below allow only when the old object had no
+// parseable definition. A failed read is a rejection. Two CREATEs racing with the same identity
+// can both pass: admission is not a lock (the reconciler's lease per identity is).
+//
+// Limits (limits.go): spec.definition.inline at most coordinator.MaxInlineBytes, refused before
+// anything parses it.
+//
+// Tenancy (tenancy.go, internal/tenancy): a CDCPipeline in a system namespace of the hub is
+// refused; a pipeline with a placement needs a PlacementPolicy governing its namespace, and each
+// member named in placement.clusters must be allowed to it; members a clusterSelector selects
+// today that no policy allows are a warning.
 //
 // # Immutable fields (UPDATE compares the old and the new object)
 //
