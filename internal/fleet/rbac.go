@@ -7,13 +7,12 @@ package fleet
 // shipped is used. The self-signed certificate's rights are not here: they ship with
 // config/hub/self-signed only.
 
-// CDCPipelines: the cache (list, watch), live reads (get), the finalizer by merge patch; status by
-// merge patch.
-// +kubebuilder:rbac:groups=urutau.io,resources=cdcpipelines,verbs=get;list;watch;patch
+// CDCPipelines: the cache (list, watch), the finalizer by merge patch; status by merge patch.
+// +kubebuilder:rbac:groups=urutau.io,resources=cdcpipelines,verbs=list;watch;patch
 // +kubebuilder:rbac:groups=urutau.io,resources=cdcpipelines/status,verbs=patch
 
-// PlacementPolicies (the tenancy boundary), watched so a policy change re-decides placements.
-// +kubebuilder:rbac:groups=urutau.io,resources=placementpolicies,verbs=list;watch
+// PlacementPolicies: the webhook lists them live (internal/webhook/tenancy.go); a reconciler that
+// caches them adds watch here.
 
 // ReaderLeases: one per source identity, in the hub's namespace (DESIGN.md §5 rule 3).
 // +kubebuilder:rbac:groups=urutau.io,namespace=urutau-system,resources=readerleases,verbs=get;list;watch;create;update;patch;delete

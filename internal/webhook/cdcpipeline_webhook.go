@@ -24,7 +24,7 @@ const Path = "/validate-urutau-io-v1alpha1-cdcpipeline"
 var groupKind = schema.GroupKind{Group: urutauv1alpha1.GroupVersion.Group, Kind: "CDCPipeline"}
 
 // +kubebuilder:webhook:path=/validate-urutau-io-v1alpha1-cdcpipeline,mutating=false,failurePolicy=fail,sideEffects=None,groups=urutau.io,resources=cdcpipelines,verbs=create;update,versions=v1alpha1,name=vcdcpipeline.urutau.io,admissionReviewVersions=v1
-// +kubebuilder:rbac:groups=urutau.io,resources=cdcpipelines,verbs=get;list;watch
+// +kubebuilder:rbac:groups=urutau.io,resources=cdcpipelines,verbs=list;watch
 
 // CDCPipelineValidator admits CDCPipelines on the hub. The rules are the pure functions ValidateSpec
 // and ValidateUpdate plus a hub-wide uniqueness check that lists every CDCPipeline through Client.
