@@ -71,7 +71,7 @@ func TestParseFlags(t *testing.T) {
 					coordinatorImage: "reg/urutau:1", fieldManager: "fm", enableWebhook: false,
 					webhookPort: 10443, webhookCertDir: "/certs", webhookCertHosts: []string{"127.0.0.1", "hub.local"},
 					metricsSecure: false, metricsCertDir: "/mcerts",
-					memberPolicy: credentials.Policy{AllowProxy: true, AllowInsecure: true, Servers: mustAllowlist("*.members.example", "10.0.0.0/8")},
+					memberPolicy:         credentials.Policy{AllowProxy: true, AllowInsecure: true, Servers: mustAllowlist("*.members.example", "10.0.0.0/8")},
 					webhookService:       "urutau-fleet-webhook-service",
 					webhookConfiguration: "urutau-fleet-validating-webhook-configuration",
 					webhookCertSecret:    "urutau-fleet-webhook-cert",

@@ -15,8 +15,8 @@ func TestCheckQuantityBounds(t *testing.T) {
 	p := field.NewPath("spec", "coordinator", "cpu")
 	for v, want := range map[string]string{
 		"500m": "", "2": "", "1Gi": "", "1e3": "", "5E-2": "", "1e64": "", "1e-64": "", "1E": "", "2Ei": "",
-		"1e65":                   "exponent",
-		"1e-999999999":           "exponent",
+		"1e65":                    "exponent",
+		"1e-999999999":            "exponent",
 		"1E+00000000000000000099": "exponent",
 		strings.Repeat("9", 65):   "may not be more than 64",
 	} {

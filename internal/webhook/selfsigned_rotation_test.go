@@ -215,4 +215,3 @@ func pipe(in net.Conn, backend string) {
 	go func() { _, _ = io.Copy(in, out); done <- struct{}{} }()
 	<-done
 }
-

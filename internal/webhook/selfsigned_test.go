@@ -247,4 +247,3 @@ func pemCerts(data []byte) []*x509.Certificate {
 		}
 	}
 }
-

@@ -39,7 +39,7 @@ func TestIndexedUniqueness(t *testing.T) {
 		objs = append(objs, pipeline(named(fmt.Sprintf("team-%d", i%7), fmt.Sprintf("p-%d", i)), edit(func(d doc) { source(d)["serverId"] = 5000 + i })))
 	}
 	objs = append(objs,
-		pipeline(named("billing", "invoices")),                                   // serverId 42, another namespace
+		pipeline(named("billing", "invoices")),                                              // serverId 42, another namespace
 		pipeline(named("shop", "orders-old"), edit(func(d doc) { delete(source(d), "x") })), // serverId 42, same namespace
 	)
 	indexed := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).

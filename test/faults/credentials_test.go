@@ -120,7 +120,7 @@ var _ = Describe("hostile member credentials", Ordered, func() {
 				cs, ok := clusterStatus(got, a.name)
 				g.Expect(ok).To(BeTrue(), "no status for %s", a.name)
 				g.Expect(cs.Phase).NotTo(BeElementOf(urutauv1alpha1.ClusterApplied, urutauv1alpha1.ClusterReady), "%s", a.name)
-				g.Expect(cs.Message).To(ContainSubstring(`"`+a.name+`"`))
+				g.Expect(cs.Message).To(ContainSubstring(`"` + a.name + `"`))
 			}
 		}).WithContext(ctx).WithTimeout(60 * time.Second).WithPolling(time.Second).Should(Succeed())
 		got := &urutauv1alpha1.CDCPipeline{}

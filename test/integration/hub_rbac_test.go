@@ -369,7 +369,10 @@ func (h *hubProcess) stop(t *testing.T) {
 	t.Helper()
 	_ = h.cmd.Process.Signal(os.Interrupt)
 	select {
-	case <-h.done:
+	case err := <-h.done:
+		if err != nil {
+			t.Logf("the hub exited with %v", err)
+		}
 	case <-time.After(30 * time.Second):
 		t.Errorf("the hub did not stop within 30s\n%s", tailFile(h.log))
 		_ = h.cmd.Process.Kill()
