@@ -10,6 +10,15 @@
 // current managers, and nothing is written.
 //
 // Pure: the caller reads the live object.
+//
+// # In the applier
+//
+// Before the first apply of each object into member M for pipeline P: take the object from M's
+// cache (which holds only objects labelled managed-by urutau-fleet), and on a cache miss read it
+// live (a NotFound is Absent); Decide(kind, live, Pipeline{UID, Namespace, Name} of P). Ours,
+// Migrate and Adopt apply as usual (Migrate's Warning is worth an event). A *Conflict: apply
+// nothing more to M for P in this reconcile, report M with Conflict.Message, and retry on the
+// usual interval (someone may delete or annotate the object).
 package adopt
 
 import (

@@ -6,6 +6,21 @@
 // The webhook (internal/webhook/tenancy.go) asks it at admission for a fast, friendly answer; the
 // reconciler asks it again before every write into a member, because members, labels and policies
 // change after admission. It reads nothing itself: callers pass the objects.
+//
+// # In the reconciler
+//
+// Before any write into member M for pipeline P (hub namespace N; member namespace X, today N):
+//
+//  1. b := Boundary{Policies: every PlacementPolicy, Reserved: the hub's --cluster-provider-namespace
+//     and --tombstone-namespace}; b.Check(hub Namespace N, M's inventory.Member, X).
+//  2. Read Namespace X in M (a live get; Forbidden or NotFound means not opted in):
+//     b.CheckMemberNamespace(M, ns).
+//  3. For each r in SecretRefs(&P.Spec), read Secret r.Name in X of M (the Secret check reads them
+//     already): CheckSecret(M, r, secret).
+//
+// A *Denial from any step: write nothing to M for P (cleanup by UID label stays allowed), report M
+// with Denial.Reason and Denial.Message, and retry on the usual interval; a change of a policy, of
+// M's labels or of the namespace's labels should re-trigger P.
 package tenancy
 
 import (
