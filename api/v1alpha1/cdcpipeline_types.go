@@ -363,6 +363,11 @@ type CDCPipelineStatus struct {
 	// +optional
 	// +listType=set
 	Inventory []string `json:"inventory,omitempty"`
+
+	// ReaderLease names the ReaderLease (in the hub's namespace) that records where this pipeline
+	// runs and guards its source: one reader per source identity across the fleet.
+	// +optional
+	ReaderLease string `json:"readerLease,omitempty"`
 }
 
 // Terminated records why the pipeline stopped for good.
@@ -390,7 +395,7 @@ type Terminated struct {
 }
 
 // ClusterPhase is the state of a pipeline in one member.
-// +kubebuilder:validation:Enum=Pending;Applied;Ready;Degraded;Unreachable;Terminated;Deleting
+// +kubebuilder:validation:Enum=Pending;Applied;Ready;Degraded;Unreachable;Terminated;Deleting;Orphaned
 type ClusterPhase string
 
 // The phases of a pipeline in one member.
@@ -402,12 +407,20 @@ const (
 	ClusterUnreachable ClusterPhase = "Unreachable"
 	ClusterTerminated  ClusterPhase = "Terminated"
 	ClusterDeleting    ClusterPhase = "Deleting"
+	// ClusterOrphaned: the member left the cluster inventory while it may hold objects of the
+	// pipeline. The hub cannot reach it and leaves them as they are until it is registered again
+	// (under any name: the hub knows it by its identity) or a person confirms it gone.
+	ClusterOrphaned ClusterPhase = "Orphaned"
 )
 
 // ClusterStatus is the state of the pipeline in one member.
 type ClusterStatus struct {
 	// Name of the member cluster.
 	Name string `json:"name"`
+
+	// ClusterID is the member's identity, the UID of its kube-system namespace, as last read.
+	// +optional
+	ClusterID string `json:"clusterID,omitempty"`
 
 	// Phase in that member.
 	Phase ClusterPhase `json:"phase"`
@@ -473,4 +486,17 @@ const (
 	// AnnotationConfirmGone on the CDCPipeline names members (comma-separated) that a person
 	// confirms are gone, so a placement move waiting on them may proceed.
 	AnnotationConfirmGone = "urutau.io/confirm-cluster-gone"
+
+	// AnnotationClusterID on a member's inventory entry (kubeconfig Secret or ClusterProfile)
+	// accepts the identity of the cluster behind it: the UID of its kube-system namespace. When the
+	// identity the hub reads there differs from the one it recorded for a pipeline's objects (the
+	// entry was pointed at another cluster), nothing is applied there until a person sets this
+	// annotation to the new identity; the old cluster is then treated as gone, and emptied if it is
+	// ever registered again.
+	AnnotationClusterID = "urutau.io/cluster-id"
+
+	// AnnotationDeleteOrphans on a member's inventory entry, set to "true", lets the hub delete
+	// orphans there: objects the hub wrote for a pipeline UID that no ReaderLease records. Without
+	// it they are only reported.
+	AnnotationDeleteOrphans = "urutau.io/delete-orphans"
 )

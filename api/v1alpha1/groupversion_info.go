@@ -19,7 +19,7 @@ var (
 )
 
 func addKnownTypes(s *runtime.Scheme) error {
-	s.AddKnownTypes(GroupVersion, &CDCPipeline{}, &CDCPipelineList{})
+	s.AddKnownTypes(GroupVersion, &CDCPipeline{}, &CDCPipelineList{}, &ReaderLease{}, &ReaderLeaseList{})
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil
 }

@@ -8,6 +8,8 @@ import (
 	clusterinventoryv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
 )
 
 func TestHubCacheOptions(t *testing.T) {
@@ -18,7 +20,7 @@ func TestHubCacheOptions(t *testing.T) {
 		}
 		return m
 	}
-	base := options{clusterProvider: providerKubeconfig, providerNamespace: "urutau-system", tombstoneNamespace: "graves"}
+	base := options{clusterProvider: providerKubeconfig, providerNamespace: "urutau-system", leaseNamespace: "graves"}
 	tests := []struct {
 		name           string
 		edit           func(*options)
@@ -30,7 +32,7 @@ func TestHubCacheOptions(t *testing.T) {
 			name: "kubeconfig, all namespaces",
 			edit: func(*options) {},
 			wantNamespaces: map[string]map[string]cache.Config{
-				"Secret": only("urutau-system"), "ConfigMap": only("graves"),
+				"Secret": only("urutau-system"), "ReaderLease": only("graves"),
 			},
 		},
 		{
@@ -38,7 +40,7 @@ func TestHubCacheOptions(t *testing.T) {
 			edit:         func(o *options) { o.clusterProvider = providerClusterProfile },
 			wantProfiles: true,
 			wantNamespaces: map[string]map[string]cache.Config{
-				"Secret": only("urutau-system"), "ConfigMap": only("graves"), "ClusterProfile": only("urutau-system"),
+				"Secret": only("urutau-system"), "ReaderLease": only("graves"), "ClusterProfile": only("urutau-system"),
 			},
 		},
 		{
@@ -46,7 +48,7 @@ func TestHubCacheOptions(t *testing.T) {
 			edit:        func(o *options) { o.watchNamespaces = []string{"team-a", "team-b"} },
 			wantDefault: only("team-a", "team-b"),
 			wantNamespaces: map[string]map[string]cache.Config{
-				"Secret": only("urutau-system"), "ConfigMap": only("graves"),
+				"Secret": only("urutau-system"), "ReaderLease": only("graves"),
 			},
 		},
 	}
@@ -82,8 +84,8 @@ func kindOf(obj client.Object) string {
 	switch obj.(type) {
 	case *corev1.Secret:
 		return "Secret"
-	case *corev1.ConfigMap:
-		return "ConfigMap"
+	case *urutauv1alpha1.ReaderLease:
+		return "ReaderLease"
 	case *clusterinventoryv1alpha1.ClusterProfile:
 		return "ClusterProfile"
 	}

@@ -70,8 +70,11 @@ type options struct {
 	providerNamespace       string
 	memberTimeout           time.Duration
 	tombstoneGrace          time.Duration
-	tombstoneNamespace      string
+	leaseNamespace          string
 	maxConcurrentReconciles int
+	healthInterval          time.Duration
+	orphanScanInterval      time.Duration
+	deleteOrphans           bool
 
 	// memberPolicy is what member credentials may use beyond the safe default.
 	memberPolicy credentials.Policy
@@ -131,11 +134,17 @@ func newFlagSet(o *options, watchNamespaces *string, serverAllowlist *[]string) 
 	fs.StringVar(&o.providerNamespace, "cluster-provider-namespace", "urutau-system",
 		"Namespace of the hub holding the kubeconfig Secrets or ClusterProfiles.")
 	fs.DurationVar(&o.memberTimeout, "member-timeout", 10*time.Second,
-		"Bound on each member's part of a reconcile, on member requests sent without a deadline, and on the first sync of a member's cache. A reconcile stops waiting for a member silent for 500ms; one whose requests time out is held off for 30s.")
+		"Bound on each member's part of a reconcile, on member requests sent without a deadline, on each health check, and on the first sync of a member's cache. A reconcile stops waiting for a member silent for 500ms; one whose requests time out is treated as down until a health check finds it answering.")
+	fs.DurationVar(&o.healthInterval, "member-health-interval", 0,
+		"How often each member is checked, idle or not (one request; default: --member-timeout). A member that stops answering shows as Unreachable within this plus --member-timeout.")
 	fs.DurationVar(&o.tombstoneGrace, "tombstone-grace", 2*time.Minute,
-		"How long deletion waits for a member to be emptied (unreachable, or its coordinator pods still there) before it records a tombstone for that member and lets the CDCPipeline go.")
-	fs.StringVar(&o.tombstoneNamespace, "tombstone-namespace", "",
-		"Namespace of the hub holding tombstones (default: --cluster-provider-namespace).")
+		"How long deletion waits for a member to be emptied (unreachable, or its coordinator pods still there) before it keeps a tombstone for that member (its ReaderLease entry) and lets the CDCPipeline go.")
+	fs.StringVar(&o.leaseNamespace, "lease-namespace", "",
+		"Namespace of the hub holding the ReaderLeases: one per source identity, recording where each pipeline runs, and the tombstones of deleted ones (default: --cluster-provider-namespace).")
+	fs.DurationVar(&o.orphanScanInterval, "orphan-scan-interval", 5*time.Minute,
+		"How often each member's cache is scanned for orphans: objects the hub wrote for a pipeline no ReaderLease records there.")
+	fs.BoolVar(&o.deleteOrphans, "delete-orphans", false,
+		"Delete orphans in every member instead of only reporting them (per member: annotation urutau.io/delete-orphans=\"true\" on its inventory entry).")
 	fs.IntVar(&o.maxConcurrentReconciles, "max-concurrent-reconciles", 4, "CDCPipelines reconciled in parallel.")
 
 	// Member credentials (docs/security.md): refused unless the admin allows them here.
@@ -176,8 +185,8 @@ func parseFlags(args []string) (options, error) {
 	if o.kedaThreshold = strings.TrimSpace(o.kedaThreshold); o.kedaThreshold == "" {
 		o.kedaThreshold = defaultKEDAThreshold
 	}
-	if o.tombstoneNamespace == "" {
-		o.tombstoneNamespace = o.providerNamespace
+	if o.leaseNamespace == "" {
+		o.leaseNamespace = o.providerNamespace
 	}
 	if err := o.validate(); err != nil {
 		return options{}, err
@@ -203,6 +212,12 @@ func (o options) validate() error {
 	if f, err := strconv.ParseFloat(o.kedaThreshold, 64); err != nil || f <= 0 || math.IsInf(f, 0) {
 		errs = append(errs, fmt.Errorf("--keda-threshold must be a positive number, not %q", o.kedaThreshold))
 	}
+	if o.healthInterval < 0 {
+		errs = append(errs, fmt.Errorf("--member-health-interval must not be negative, not %s", o.healthInterval))
+	}
+	if o.orphanScanInterval <= 0 {
+		errs = append(errs, fmt.Errorf("--orphan-scan-interval must be positive, not %s", o.orphanScanInterval))
+	}
 	if o.memberTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--member-timeout must be positive, not %s", o.memberTimeout))
 	}
@@ -226,10 +241,10 @@ func (o options) certDir() string {
 	return filepath.Join(os.TempDir(), "k8s-webhook-server", "serving-certs")
 }
 
-// reservedNamespaces are the hub's own namespaces: no pipeline may live there, on the hub or in a
+// reservedNamespaces are the hub's own namespaces (--cluster-provider-namespace, --lease-namespace): no pipeline may live there, on the hub or in a
 // member (tenancy.Boundary.Reserved).
 func (o options) reservedNamespaces() []string {
-	return splitList(o.providerNamespace + "," + o.tombstoneNamespace)
+	return splitList(o.providerNamespace + "," + o.leaseNamespace)
 }
 
 // splitList splits a comma-separated list, trimming entries and dropping empty and repeated ones.

@@ -33,8 +33,9 @@ func defaults() options {
 		providerNamespace:       "urutau-system",
 		memberTimeout:           10 * time.Second,
 		tombstoneGrace:          2 * time.Minute,
-		tombstoneNamespace:      "urutau-system",
+		leaseNamespace:          "urutau-system",
 		maxConcurrentReconciles: 4,
+		orphanScanInterval:      5 * time.Minute,
 	}
 }
 
@@ -60,11 +61,12 @@ func TestParseFlags(t *testing.T) {
 				"--watch-namespaces=a", "--keda-prometheus-address=http://prom:9090", "--keda-threshold=7.5",
 				"--metrics-bind-address=0", "--health-probe-bind-address=:9999", "--leader-elect=false",
 				"--cluster-provider=cluster-profile", "--cluster-provider-namespace=fleet",
-				"--member-timeout=3s", "--tombstone-grace=30s", "--tombstone-namespace=graves",
+				"--member-timeout=3s", "--tombstone-grace=30s", "--lease-namespace=graves",
 				"--max-concurrent-reconciles=9", "--zap-devel", "--kubeconfig=/hub/config",
 				"--webhook-port=10443", "--webhook-cert-dir=/certs", "--webhook-cert-hosts=127.0.0.1,hub.local",
 				"--metrics-secure=false", "--metrics-cert-dir=/mcerts",
 				"--member-allow-proxy", "--member-allow-insecure-tls", "--member-server-allowlist=*.members.example, 10.0.0.0/8",
+				"--member-health-interval=4s", "--orphan-scan-interval=1m", "--delete-orphans",
 			},
 			want: func(o *options) {
 				*o = options{
@@ -78,15 +80,16 @@ func TestParseFlags(t *testing.T) {
 					watchNamespaces:      []string{"a"}, kedaPrometheusAddress: "http://prom:9090", kedaThreshold: "7.5",
 					metricsAddr: "0", probeAddr: ":9999", leaderElect: false,
 					clusterProvider: "cluster-profile", providerNamespace: "fleet",
-					memberTimeout: 3 * time.Second, tombstoneGrace: 30 * time.Second, tombstoneNamespace: "graves",
+					memberTimeout: 3 * time.Second, tombstoneGrace: 30 * time.Second, leaseNamespace: "graves",
 					maxConcurrentReconciles: 9, zap: zap.Options{Development: true}, kubeconfig: "/hub/config",
+					healthInterval: 4 * time.Second, orphanScanInterval: time.Minute, deleteOrphans: true,
 				}
 			},
 		},
 		{
-			name: "tombstone namespace follows the provider namespace",
+			name: "lease namespace follows the provider namespace",
 			args: []string{"--coordinator-image=img", "--cluster-provider-namespace=fleet"},
-			want: func(o *options) { o.providerNamespace, o.tombstoneNamespace = "fleet", "fleet" },
+			want: func(o *options) { o.providerNamespace, o.leaseNamespace = "fleet", "fleet" },
 		},
 		{
 			// The single-cluster operator used the default for an empty value; manifests rely on it.

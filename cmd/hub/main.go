@@ -190,10 +190,13 @@ func setup(ctx context.Context, o options, cfg *rest.Config) (mcmanager.Manager,
 		MemberTimeout:           o.memberTimeout,
 		Liveness:                liveness,
 		TombstoneGrace:          o.tombstoneGrace,
-		TombstoneNamespace:      o.tombstoneNamespace,
+		LeaseNamespace:          o.leaseNamespace,
+		HealthInterval:          o.healthInterval,
+		OrphanScanInterval:      o.orphanScanInterval,
+		DeleteOrphans:           o.deleteOrphans,
 		MaxConcurrentReconciles: o.maxConcurrentReconciles,
 	}
-	// Also sets up the tombstone controller, which shares its settings.
+	// Also sets up the ReaderLease controller (tombstone replay) and the member health checks.
 	if err := coordinators.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the CDCPipeline controllers: %w", err)
 	}
@@ -300,11 +303,11 @@ func newInventory(o options, hub client.Reader) inventory.Inventory {
 }
 
 // hubCacheOptions scopes the hub's cache to what the hub reads: inventory entries in the provider
-// namespace only (so the hub needs no cluster-wide Secret access), tombstone ConfigMaps only, and
+// namespace only (so the hub needs no cluster-wide Secret access), ReaderLeases in their namespace, and
 // with --watch-namespaces, CDCPipelines from those namespaces only.
 func hubCacheOptions(o options) cache.Options {
 	only := func(ns string) map[string]cache.Config { return map[string]cache.Config{ns: {}} }
-	byObject := fleet.HubCacheByObject(o.tombstoneNamespace)
+	byObject := fleet.HubCacheByObject(o.leaseNamespace)
 	byObject[&corev1.Secret{}] = cache.ByObject{Namespaces: only(o.providerNamespace)}
 	if o.clusterProvider == providerClusterProfile {
 		// Only in this mode: the cache resolves every ByObject type at start, and the

@@ -484,7 +484,7 @@ func makePipelines(ns string, s size, members []*testenv.Cluster, replicas int, 
 	n := min(replicas, len(members))
 	for i := range s.P {
 		name := fmt.Sprintf("p-%04d", i)
-		def := fmt.Sprintf(`{"pipeline":"bench-%d","source":{"kind":"mysql","serverId":%d},"sink":{"type":"iceberg","warehouse":"s3://lake/warehouse"},"tables":[{"target":"raw.orders"}]}`, i, 1000+i)
+		def := fmt.Sprintf(`{"pipeline":"bench-%d","source":{"kind":"mysql","serverId":"%d","uri":"mysql://bench@db:3306/shop"},"sink":{"type":"iceberg+rest","uri":"http://catalog.lake:8181/api/catalog","namespace":"raw","warehouse":"s3://lake/warehouse"},"tables":[{"source":"shop.orders","target":"raw.orders","primaryKey":["id"]}]}`, i, 1000+i)
 		p := &urutauv1alpha1.CDCPipeline{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 			Spec: urutauv1alpha1.CDCPipelineSpec{

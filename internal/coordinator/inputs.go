@@ -55,17 +55,75 @@ func EffectiveSpec(s urutauv1alpha1.PipelineSpec, o *urutauv1alpha1.ClusterOverr
 	return out
 }
 
-// SpecHash is the urutau.io/spec-hash of a pipeline spec: the hex of the first 8 bytes of the
-// SHA-256 of its sigs.k8s.io/yaml form (sorted keys, so stable, #259). It is computed over
+// SpecHash is the urutau.io/spec-hash of a pipeline spec, computed as the single-cluster operator
+// computes it (urutau internal/operator specHash): the hex of the first 8 bytes of the SHA-256 of
+// sigs.k8s.io/yaml.Marshal of its spec (sorted keys, so stable, #259). It is computed over
 // PipelineSpec alone, so a pipeline without an override hashes exactly as under the single-cluster
 // operator, whatever its placement.
+//
+// The bytes must be those of urutau's own CDCPipelineSpec, whose JSON tags differ from ours in two
+// places (see urutauSpec): that is why the spec goes through urutauSpec first.
 func SpecHash(s urutauv1alpha1.PipelineSpec) (string, error) {
-	b, err := yaml.Marshal(s)
+	u, err := toUrutauSpec(s)
+	if err != nil {
+		return "", fmt.Errorf("hashing the pipeline spec: %w", err)
+	}
+	b, err := yaml.Marshal(u)
 	if err != nil {
 		return "", fmt.Errorf("marshalling the pipeline spec for its hash: %w", err)
 	}
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:8]), nil
+}
+
+// urutauSpec is PipelineSpec with the JSON tags of urutau's CDCPipelineSpec (api/v1alpha1/types.go
+// @1e5656b), so that it marshals to the same bytes. The differences: secrets.source and
+// secrets.catalog have no omitempty there, so an unset one marshals as ""; and inline is a map
+// there, so an empty one ({} or null) is left out. Every other field has the same name and
+// omitempty in both APIs.
+type urutauSpec struct {
+	Image       string                         `json:"image,omitempty"`
+	LogLevel    string                         `json:"logLevel,omitempty"`
+	Definition  urutauDefinition               `json:"definition"`
+	Secrets     urutauSecrets                  `json:"secrets"`
+	Coordinator urutauv1alpha1.CoordinatorSpec `json:"coordinator"`
+	Worker      urutauv1alpha1.WorkerSpec      `json:"worker,omitempty"`
+}
+
+type urutauDefinition struct {
+	Image  string                `json:"image,omitempty"`
+	S3     string                `json:"s3,omitempty"`
+	Inline *runtime.RawExtension `json:"inline,omitempty"`
+}
+
+type urutauSecrets struct {
+	Source            string `json:"source"`
+	Catalog           string `json:"catalog"`
+	SSH               string `json:"ssh,omitempty"`
+	KafkaTLS          string `json:"kafkaTLS,omitempty"`
+	SchemaRegistryTLS string `json:"schemaRegistryTLS,omitempty"`
+}
+
+func toUrutauSpec(s urutauv1alpha1.PipelineSpec) (urutauSpec, error) {
+	inline, err := inlineJSON(s.Definition.Inline)
+	if err != nil {
+		return urutauSpec{}, fmt.Errorf("spec.definition.inline: %w", err)
+	}
+	u := urutauSpec{
+		Image:    s.Image,
+		LogLevel: s.LogLevel,
+		Definition: urutauDefinition{
+			Image: s.Definition.Image,
+			S3:    s.Definition.S3,
+		},
+		Secrets:     urutauSecrets(s.Secrets),
+		Coordinator: s.Coordinator,
+		Worker:      s.Worker,
+	}
+	if inline != nil {
+		u.Definition.Inline = &runtime.RawExtension{Raw: inline}
+	}
+	return u, nil
 }
 
 // input is everything a render needs, validated and parsed once.

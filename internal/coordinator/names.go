@@ -120,21 +120,24 @@ func WorkerPodTemplateKey(target string) string {
 }
 
 // MaintenanceWorkerName names the bare Pod the coordinator starts for a table's maintenance pass
-// (#105): `<pipeline>-<target>-maint`, lowercased, characters outside [a-z0-9-] replaced by '-'
-// (runs are not collapsed), trimmed of '-', capped at 63, `urutau-maintenance` when empty.
+// (#105), as urutau's maintenance.WorkerName does: `<pipeline>-<target>-maint`, lowercased, every
+// character (rune, not byte) outside [a-z0-9-] replaced by one '-' (runs are not collapsed),
+// trimmed of '-', `urutau-maintenance` when empty, capped at 63 and trimmed again.
 func MaintenanceWorkerName(pipeline, target string) string {
-	b := []byte(strings.ToLower(pipeline + "-" + target + "-maint"))
-	for i, c := range b {
-		if (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '-' {
-			b[i] = '-'
+	var b strings.Builder
+	for _, r := range strings.ToLower(pipeline + "-" + target + "-maint") {
+		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') || r == '-' {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('-')
 		}
 	}
-	s := strings.Trim(string(b), "-")
-	if len(s) > maxMaintenanceName {
-		s = strings.TrimRight(s[:maxMaintenanceName], "-")
-	}
+	s := strings.Trim(b.String(), "-")
 	if s == "" {
 		return emptyMaintenanceName
+	}
+	if len(s) > maxMaintenanceName {
+		s = strings.Trim(s[:maxMaintenanceName], "-")
 	}
 	return s
 }

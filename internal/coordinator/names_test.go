@@ -51,6 +51,11 @@ func TestMaintenanceWorkerName(t *testing.T) {
 		{"", "", "maint"},
 		{"shop", long, ("shop-" + long)[:63]},
 		{strings.Repeat("p", 62), "x", strings.Repeat("p", 62)}, // cap lands on '-': trimmed
+		// One '-' per character, not per byte, as urutau's maintenance.WorkerName ranges over
+		// runes: ã is two bytes.
+		{"Loja_São", "raw.orders", "loja-s-o-raw-orders-maint"},
+		{"ação", "t", "a--o-t-maint"},
+		{"日本", "", "maint"},
 	}
 	for _, tt := range tests {
 		got := MaintenanceWorkerName(tt.pipeline, tt.target)

@@ -113,14 +113,13 @@ func (in *input) role() *rbacv1ac.RoleApplyConfiguration {
 			rule("apps", "statefulsets", "get", "update"),
 			rule("", "services", "get", "update"))
 	}
-	if in.inline.Sink.MaintenanceEnabled {
-		// Pod create cannot be scoped by name; delete is scoped to the maintenance pods (#105).
-		rules = append(rules, rule("", "pods", "create"))
-		// No names (a discovering source without tables) would mean delete on every pod of the
-		// namespace; grant nothing instead.
-		if names := in.maintenanceNames(); len(names) > 0 {
-			rules = append(rules, rule("", "pods", "delete").WithResourceNames(names...))
-		}
+	// Maintenance pods (#105), one per table: create cannot be scoped by name, delete is scoped to
+	// their names. Without names (maintenance off, or a discovering source, which lists no
+	// tables) the single-cluster operator grants neither, and neither do we.
+	if names := in.maintenanceNames(); len(names) > 0 {
+		rules = append(rules,
+			rule("", "pods", "create"),
+			rule("", "pods", "delete").WithResourceNames(names...))
 	}
 	// Nothing on urutau.io: the coordinator does not write the CR (#595).
 	return rbacv1ac.Role(in.name(), in.namespace()).WithLabels(objectLabels(in.p)).WithRules(rules...)
@@ -140,7 +139,11 @@ func (in *input) workerGroupNames() []string {
 	return slices.Compact(names)
 }
 
+// maintenanceNames are the sorted maintenance pod names, nil when maintenance is off.
 func (in *input) maintenanceNames() []string {
+	if !in.inline.Sink.MaintenanceEnabled() {
+		return nil
+	}
 	var names []string
 	for _, t := range in.inline.Tables {
 		names = append(names, MaintenanceWorkerName(in.inline.Pipeline, t.Target))
@@ -182,8 +185,10 @@ func (in *input) configMap() (*corev1ac.ConfigMapApplyConfiguration, error) {
 	}
 	data := map[string]string{PipelineFileKey: string(pipeline)}
 	if in.inline.Source.Discovers() {
-		// The tables are found at run time (#152): one generic template.
-		tmpl, err := in.workerPodTemplate(spec.DefaultWorkerTemplateTarget, tableQuantities{})
+		// The tables are found at run time (#152): one generic template, for no table in
+		// particular, so its urutau.io/table label is empty, as the single-cluster operator
+		// renders it.
+		tmpl, err := in.workerPodTemplate("", tableQuantities{})
 		if err != nil {
 			return nil, err
 		}
@@ -380,10 +385,10 @@ func (in *input) coordinatorMounts() []*corev1ac.VolumeMountApplyConfiguration {
 		mounts = append(mounts, corev1ac.VolumeMount().WithName(volumeControlPlaneTLS).WithMountPath(TLSDir).WithReadOnly(true))
 	}
 	if s.KafkaTLS != "" {
-		mounts = append(mounts, corev1ac.VolumeMount().WithName(volumeKafkaTLS).WithMountPath(KafkaTLSDir))
+		mounts = append(mounts, corev1ac.VolumeMount().WithName(volumeKafkaTLS).WithMountPath(KafkaTLSDir).WithReadOnly(true))
 	}
 	if s.SchemaRegistryTLS != "" {
-		mounts = append(mounts, corev1ac.VolumeMount().WithName(volumeSchemaRegistryTLS).WithMountPath(SchemaRegistryTLSDir))
+		mounts = append(mounts, corev1ac.VolumeMount().WithName(volumeSchemaRegistryTLS).WithMountPath(SchemaRegistryTLSDir).WithReadOnly(true))
 	}
 	return mounts
 }

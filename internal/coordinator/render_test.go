@@ -49,31 +49,41 @@ func pipeline(t testing.TB, name, inlineYAML string, mutate ...func(*urutauv1alp
 	return p
 }
 
+// The inline definitions are urutau's dialect (internal/spec): every one loads in the coordinator.
+
 const mysqlInline = `
 pipeline: shop
 source:
   kind: mysql
-  serverId: 1001
+  serverId: "1001"
 sink:
-  type: iceberg
+  type: iceberg+rest
+  namespace: raw
   warehouse: s3://lake/warehouse
 tables:
-- target: raw.orders
+- source: shop.orders
+  target: raw.orders
+  primaryKey: [id]
 `
 
+// postgresSSHDiscoverInline discovers its tables and has maintenance on: the single-cluster
+// operator grants no maintenance pod rules then (it cannot name the pods) and renders one generic
+// worker template whose urutau.io/table label is empty. No sink.type: the default iceberg+rest.
 const postgresSSHDiscoverInline = `
 pipeline: billing
 source:
   kind: postgres
+  slotName: billing_slot
   postgres:
-    slot: billing_slot
-    publication: billing_pub
+    host: billing-db.internal
+    database: billing
     discover: true
     ssh:
       host: bastion.example.com
-      user: urutau
+      username: urutau
+      privateKey: /etc/urutau/ssh/privateKey
 sink:
-  type: iceberg
+  namespace: billing
   maintenance:
     enabled: true
 `
@@ -82,19 +92,28 @@ const postgresSSHSnapshotInline = `
 pipeline: billing
 source:
   kind: postgres
-  snapshotUri: s3://snapshots/billing
+  slotName: billing_slot
+  snapshotUri: postgres://reader@billing-replica.internal:5432/billing
   postgres:
-    slot: billing_slot
+    host: billing-db.internal
+    database: billing
     ssh:
       host: bastion.example.com
+      username: urutau
+      privateKey: /etc/urutau/ssh/privateKey
 sink:
-  type: iceberg
+  type: iceberg+rest
+  namespace: billing
   warehouse: s3://lake/warehouse
   maintenance:
     enabled: true
 tables:
-- target: public.invoices
-- target: public.payments
+- source: public.invoices
+  target: public.invoices
+  primaryKey: [id]
+- source: public.payments
+  target: public.payments
+  primaryKey: [id]
   workers:
     number: 2
     cpu: 750m
@@ -104,35 +123,49 @@ const kedaInline = `
 pipeline: shop
 source:
   kind: mysql
-  serverId: 1001
+  serverId: "1001"
 sink:
-  type: iceberg
+  type: iceberg+rest
+  namespace: raw
 tables:
-- target: raw.orders
+- source: shop.orders
+  target: raw.orders
+  primaryKey: [id]
   workers:
     number: 2
     max: 12
     memory: 2Gi
-- target: raw.customers
+- source: shop.customers
+  target: raw.customers
+  primaryKey: [id]
   workers:
     number: 1
 `
 
+// sanitisedInline has names that need sanitising; the ã of the pipeline name becomes one '-' in
+// the maintenance pod names, as urutau's maintenance.WorkerName replaces runes, not bytes.
 const sanitisedInline = `
-pipeline: Shop_DB
+pipeline: Loja_São
 source:
   kind: mysql
-  serverId: 7
+  serverId: "7"
 sink:
-  type: iceberg
+  type: iceberg+rest
+  namespace: raw
   maintenance:
     enabled: true
 tables:
-- target: raw.Orders
+- source: shop.orders
+  target: raw.Orders
+  primaryKey: [id]
   workers:
     max: 4
-- target: 9lives
-- target: analytics.customer_lifetime_value_by_region_and_quarter
+- source: shop.lives
+  target: 9lives
+  primaryKey: [id]
+- source: analytics.clv
+  target: analytics.customer_lifetime_value_by_region_and_quarter
+  primaryKey: [region, quarter]
   workers:
     max: 2
 `
@@ -161,8 +194,10 @@ func renderCases() []renderCase {
 		{
 			name: "postgres-ssh-discover",
 			p: func(t testing.TB) *urutauv1alpha1.CDCPipeline {
+				// The postgres block connects by itself: no source Secret (its uri would fill
+				// source.uri, which urutau refuses next to the block).
 				return pipeline(t, "billing", postgresSSHDiscoverInline,
-					withSecrets(urutauv1alpha1.Secrets{Source: "billing-pg", SSH: "billing-ssh"}))
+					withSecrets(urutauv1alpha1.Secrets{Catalog: "lake", SSH: "billing-ssh"}))
 			},
 			settings: Settings{DefaultImage: testImage},
 		},
@@ -170,7 +205,7 @@ func renderCases() []renderCase {
 			name: "postgres-ssh-snapshot",
 			p: func(t testing.TB) *urutauv1alpha1.CDCPipeline {
 				return pipeline(t, "billing", postgresSSHSnapshotInline,
-					withSecrets(urutauv1alpha1.Secrets{Source: "billing-pg", Catalog: "lake", SSH: "billing-ssh"}),
+					withSecrets(urutauv1alpha1.Secrets{Catalog: "lake", SSH: "billing-ssh"}),
 					func(s *urutauv1alpha1.CDCPipelineSpec) {
 						s.Worker = urutauv1alpha1.WorkerSpec{CPU: "250m", CPUOverhead: "100m", Memory: "512Mi", MemoryOverhead: "256Mi"}
 					})

@@ -2,11 +2,10 @@ package coordinator
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"maps"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -48,7 +47,7 @@ func TestRenderErrors(t *testing.T) {
 		}
 	}
 	tables := func(tablesJSON string) mut {
-		return inline(`{"pipeline":"shop","source":{"kind":"mysql"},"sink":{"type":"iceberg"},"tables":` + tablesJSON + `}`)
+		return inline(`{"pipeline":"shop","source":{"kind":"mysql"},"sink":{"type":"iceberg+rest","namespace":"raw"},"tables":` + tablesJSON + `}`)
 	}
 	tls := func(server, client string) mut {
 		return func(s *urutauv1alpha1.CDCPipelineSpec) {
@@ -70,9 +69,9 @@ func TestRenderErrors(t *testing.T) {
 		{name: "worker cpuOverhead", mutate: func(s *urutauv1alpha1.CDCPipelineSpec) { s.Worker.CPUOverhead = "1x" }, wantField: "spec.worker.cpuOverhead", wantType: field.ErrorTypeInvalid},
 		{name: "worker memory", mutate: func(s *urutauv1alpha1.CDCPipelineSpec) { s.Worker.Memory = "2GB" }, wantField: "spec.worker.memory", wantType: field.ErrorTypeInvalid},
 		{name: "worker memoryOverhead", mutate: func(s *urutauv1alpha1.CDCPipelineSpec) { s.Worker.MemoryOverhead = "256 Mi" }, wantField: "spec.worker.memoryOverhead", wantType: field.ErrorTypeInvalid},
-		{name: "table workers cpu", mutate: tables(`[{"target":"a","workers":{"cpu":"fast"}}]`), wantField: "spec.definition.inline.tables[0].workers.cpu", wantType: field.ErrorTypeInvalid},
-		{name: "table workers memory", mutate: tables(`[{"target":"a"},{"target":"b","workers":{"memory":"2GB"}}]`), wantField: "spec.definition.inline.tables[1].workers.memory", wantType: field.ErrorTypeInvalid},
-		{name: "table workers max too big", mutate: tables(`[{"target":"a","workers":{"max":` + strconv.Itoa(math.MaxInt32+1) + `}}]`), wantField: "spec.definition.inline.tables[0].workers.max", wantType: field.ErrorTypeInvalid},
+		{name: "table workers cpu", mutate: tables(`[{"source":"s.a","target":"a","primaryKey":["id"],"workers":{"cpu":"fast"}}]`), wantField: "spec.definition.inline.tables[0].workers.cpu", wantType: field.ErrorTypeInvalid},
+		{name: "table workers memory", mutate: tables(`[{"source":"s.a","target":"a","primaryKey":["id"]},{"source":"s.b","target":"b","primaryKey":["id"],"workers":{"memory":"2GB"}}]`), wantField: "spec.definition.inline.tables[1].workers.memory", wantType: field.ErrorTypeInvalid},
+		{name: "table workers max too big", mutate: tables(`[{"source":"s.a","target":"a","primaryKey":["id"],"workers":{"max":` + strconv.Itoa(math.MaxInt32+1) + `}}]`), wantField: "spec.definition.inline.tables[0].workers.max", wantType: field.ErrorTypeInvalid},
 		{
 			name: "override coordinator cpu", override: &urutauv1alpha1.ClusterOverride{Coordinator: &urutauv1alpha1.ResourceOverride{CPU: "2GB"}},
 			wantField: "spec.overrides.coordinator.cpu", wantType: field.ErrorTypeInvalid,
@@ -81,7 +80,7 @@ func TestRenderErrors(t *testing.T) {
 			name: "override worker memory", override: &urutauv1alpha1.ClusterOverride{Worker: &urutauv1alpha1.ResourceOverride{Memory: "2GB"}},
 			wantField: "spec.overrides.worker.memory", wantType: field.ErrorTypeInvalid,
 		},
-		{name: "inline does not parse", mutate: inline(`{"pipeline":"shop","source":{"kind":"oracle"},"sink":{"type":"iceberg"}}`), wantField: "spec.definition.inline.source.kind", wantType: field.ErrorTypeNotSupported},
+		{name: "inline does not parse", mutate: inline(`{"pipeline":"shop","source":{"kind":"oracle"},"sink":{"namespace":"raw"},"tables":[{"source":"s.a","target":"a","primaryKey":["id"]}]}`), wantField: "spec.definition.inline.source.kind", wantType: field.ErrorTypeNotSupported},
 		{name: "inline not JSON", mutate: inline(`pipeline: shop`), wantField: "spec.definition.inline", wantType: field.ErrorTypeInvalid},
 		{name: "inline absent", mutate: func(s *urutauv1alpha1.CDCPipelineSpec) { s.Definition.Inline = nil }, wantField: "spec.definition.inline", wantType: field.ErrorTypeRequired},
 		{name: "inline empty object", mutate: inline(`{}`), wantField: "spec.definition.inline", wantType: field.ErrorTypeRequired},
@@ -107,8 +106,8 @@ func TestRenderErrors(t *testing.T) {
 			wantField: "spec.coordinator.eventlog.bucket", wantType: field.ErrorTypeRequired,
 		},
 		{name: "no image anywhere", noImage: true, wantField: "spec.image", wantType: field.ErrorTypeRequired},
-		{name: "targets share a worker group", mutate: tables(`[{"target":"raw.orders"},{"target":"raw_orders"}]`), wantField: "spec.definition.inline.tables[1].target", wantType: field.ErrorTypeInvalid},
-		{name: "target is no ConfigMap key", mutate: tables(`[{"target":"raw/orders"}]`), wantField: "spec.definition.inline.tables[0].target", wantType: field.ErrorTypeInvalid},
+		{name: "targets share a worker group", mutate: tables(`[{"source":"s.a","target":"raw.orders","primaryKey":["id"]},{"source":"s.b","target":"raw_orders","primaryKey":["id"]}]`), wantField: "spec.definition.inline.tables[1].target", wantType: field.ErrorTypeInvalid},
+		{name: "target is no ConfigMap key", mutate: tables(`[{"source":"s.a","target":"raw/orders","primaryKey":["id"]}]`), wantField: "spec.definition.inline.tables[0].target", wantType: field.ErrorTypeInvalid},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -189,7 +188,7 @@ func TestSpecHash(t *testing.T) {
 	t.Run("independent of inline key order", func(t *testing.T) {
 		p := base(t)
 		p.Spec.Definition.Inline = &runtime.RawExtension{Raw: []byte(
-			`{"tables":[{"target":"raw.orders"}],"source":{"serverId":1001,"kind":"mysql"},"sink":{"warehouse":"s3://lake/warehouse","type":"iceberg"},"pipeline":"shop"}`)}
+			`{"tables":[{"primaryKey":["id"],"target":"raw.orders","source":"shop.orders"}],"source":{"serverId":"1001","kind":"mysql"},"sink":{"warehouse":"s3://lake/warehouse","namespace":"raw","type":"iceberg+rest"},"pipeline":"shop"}`)}
 		if got := hash(p, s); got != h {
 			t.Errorf("reordered inline hashes %s, want %s", got, h)
 		}
@@ -241,44 +240,6 @@ func TestSpecHash(t *testing.T) {
 			t.Errorf("hash = %s, want %s", got, h)
 		}
 	})
-}
-
-// TestSpecHashBytes pins exactly what is hashed: the sigs.k8s.io/yaml form of PipelineSpec, as the
-// single-cluster operator marshals its spec. A change here restarts every coordinator in the fleet.
-func TestSpecHashBytes(t *testing.T) {
-	s := urutauv1alpha1.PipelineSpec{
-		Image:      "urutau:v1",
-		Definition: urutauv1alpha1.Definition{Inline: &runtime.RawExtension{Raw: []byte(`{"pipeline":"p","source":{"kind":"mysql"}}`)}},
-		Secrets:    urutauv1alpha1.Secrets{Source: "src"},
-	}
-	const marshalled = `coordinator:
-  snapshot: {}
-  supervision: {}
-definition:
-  inline:
-    pipeline: p
-    source:
-      kind: mysql
-image: urutau:v1
-secrets:
-  source: src
-worker: {}
-`
-	b, err := yaml.Marshal(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if string(b) != marshalled {
-		t.Fatalf("marshalled spec:\n%s\nwant:\n%s", b, marshalled)
-	}
-	sum := sha256.Sum256([]byte(marshalled))
-	got, err := SpecHash(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := hex.EncodeToString(sum[:8]); got != want {
-		t.Errorf("SpecHash = %s, want %s", got, want)
-	}
 }
 
 // TestRenderDoesNotMutate: the hub renders from objects in its informer cache.
@@ -380,6 +341,11 @@ func TestLabels(t *testing.T) {
 					continue
 				}
 				target := strings.TrimSuffix(strings.TrimPrefix(key, "worker-pod-template."), ".yaml")
+				if target == spec.DefaultWorkerTemplateTarget {
+					// The generic template of a discovering source is for no table in
+					// particular: its label is empty, as the single-cluster operator renders it.
+					target = ""
+				}
 				var tmpl corev1.PodTemplateSpec
 				// Strict: the coordinator must be able to read every field we write.
 				if err := yaml.UnmarshalStrict([]byte(value), &tmpl); err != nil {
@@ -470,5 +436,64 @@ func TestScaledObjects(t *testing.T) {
 	}
 	if len(off.ScaledObjects) != 0 {
 		t.Errorf("KEDA off: %d ScaledObjects", len(off.ScaledObjects))
+	}
+}
+
+// TestRoleMaintenanceRules: the maintenance pod rules are the single-cluster operator's: create
+// and name-scoped delete when maintenance is on and the tables are known, nothing at all when
+// the source discovers its tables (the pods cannot be named) or maintenance is off.
+func TestRoleMaintenanceRules(t *testing.T) {
+	podRules := func(t *testing.T, inline string) []string {
+		t.Helper()
+		w, err := Render(pipeline(t, "p", inline), Settings{DefaultImage: testImage})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, r := range w.Role.Rules {
+			if r.Resources[0] == "pods" && !slices.Equal(r.Verbs, []string{"get"}) {
+				out = append(out, strings.Join(r.Verbs, ",")+"["+strings.Join(r.ResourceNames, ",")+"]")
+			}
+		}
+		return out
+	}
+	tests := []struct {
+		name, inline string
+		want         []string
+	}{
+		{name: "maintenance on, tables listed", inline: postgresSSHSnapshotInline,
+			want: []string{"create[]", "delete[billing-public-invoices-maint,billing-public-payments-maint]"}},
+		{name: "maintenance on, tables discovered", inline: postgresSSHDiscoverInline},
+		{name: "maintenance off", inline: mysqlInline},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := podRules(t, tc.inline); !slices.Equal(got, tc.want) {
+				t.Errorf("pod write rules = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestSourceTLSMountsReadOnly: the kafka-tls and schema-registry-tls Secrets are mounted
+// read-only, as every Secret is (#598).
+func TestSourceTLSMountsReadOnly(t *testing.T) {
+	p := pipeline(t, "shop", mysqlInline, withSecrets(urutauv1alpha1.Secrets{KafkaTLS: "k", SchemaRegistryTLS: "s", SSH: "ssh"}))
+	w, err := Render(p, Settings{DefaultImage: testImage})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := 0
+	for _, m := range w.StatefulSet.Spec.Template.Spec.Containers[0].VolumeMounts {
+		switch *m.Name {
+		case volumeKafkaTLS, volumeSchemaRegistryTLS:
+			seen++
+			if m.ReadOnly == nil || !*m.ReadOnly {
+				t.Errorf("%s mounted writable", *m.Name)
+			}
+		}
+	}
+	if seen != 2 {
+		t.Errorf("found %d source TLS mounts, want 2", seen)
 	}
 }

@@ -1,376 +1,125 @@
 package fleet
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/json"
 	"fmt"
-	"sync"
+	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
-	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
-	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
-	policyv1ac "k8s.io/client-go/applyconfigurations/policy/v1"
-	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
-	"sigs.k8s.io/structured-merge-diff/v6/typed"
+
+	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
+	"github.com/urutau-io/fleet/internal/coordinator"
+	"github.com/urutau-io/fleet/internal/fleet/inventory"
 )
 
-// applyRequest is one object to Server-Side Apply into a member.
-type applyRequest struct {
-	// kind names the object in errors, logs and metrics.
-	kind string
-	// desired is the apply configuration (typed) or, for kinds without one, an
-	// unstructuredApplyConfiguration built by client.ApplyConfigurationFromUnstructured.
-	desired runtime.ApplyConfiguration
-	// desiredJSON is what desired serialises to before the apply; the no-op check compares it.
-	desiredJSON []byte
-	key         client.ObjectKey
-	// live is the object as last read (see applier.read); newLive makes an empty one of the kind.
-	live    client.Object
-	newLive func() client.Object
-	// extract returns the fields manager owns in live, in the same shape as desired.
-	extract func(live client.Object, manager string) (any, error)
-	// crossed is set by apply when a change by someone else reached the member watch while the
-	// apply was in flight: the pipeline must be reconciled again.
-	crossed bool
-}
+// AnnotationKEDAPrometheusAddress on a member's inventory entry (annotation first, then label)
+// overrides the hub's --keda-prometheus-address for that member.
+const AnnotationKEDAPrometheusAddress = inventory.KEDAPrometheusAddressKey
 
-// applyRecord remembers the last apply of an object: what we sent and the resourceVersion the
-// API server answered with.
-type applyRecord struct {
-	desired         [sha256.Size]byte
-	resourceVersion string
-}
-
-// applier is the one Server-Side Apply entry point into members: field manager per member,
-// force ownership, and no request at all when the apply would change nothing.
-//
-// A no-op is recognised two ways. First, the fields our manager owns in the live object
-// (managedFields, extracted as client-go's Extract* functions do) equal what we want: this holds
-// across restarts. Second, as in cluster-api's SSA cache, we applied these exact bytes before and
-// the object's resourceVersion is still the one that apply returned: this covers fields the API
-// server normalises (so the extraction never compares equal) without re-sending them forever.
-//
-// The object is first read from the member's cache, which the member watches keep current, so a
-// reconcile that changes nothing makes no request per object. The cache may lag behind the
-// member, so it never decides alone that a write is needed for an object we applied before: a
-// cached miss or a cached difference on such an object is confirmed with a live read (the
-// object we just created or updated may not have reached the cache yet), and only then written.
-// An object we never applied and the cache does not hold is applied at once: either it does not
-// exist, or it lacks our labels, and both need the apply.
-type applier struct {
-	mu   sync.Mutex
-	seen map[string]applyRecord
-	// echoes recognises the member watch events of our applies (see echoFilter).
-	echoes echoFilter
-}
-
-func (a *applier) cacheKey(member, kind string, key client.ObjectKey) string {
-	return member + "\x00" + kind + "\x00" + key.String()
-}
-
-// apply reads the object through cached (confirming with live when needed, see applier) and
-// applies desired with writer unless that is a no-op. It reports whether it wrote; r.live holds
-// the object as read (empty when it was not found).
-func (a *applier) apply(ctx context.Context, cached, live client.Reader, writer client.Client, member, manager string, r *applyRequest) (bool, error) {
-	hash := sha256.Sum256(r.desiredJSON)
-	found, err := a.read(ctx, cached, member, r)
-	if err != nil {
-		return false, err
+// applyAll applies the pipeline to every member the placement lets it run on, concurrently, each
+// on its own: a member that is down, slow or backing off after an error is reported as it is and
+// not waited for, and the others go on (isolation).
+func (r *CoordinatorReconciler) applyAll(ctx context.Context, p *urutauv1alpha1.CDCPipeline, w *world, pl *placement) map[string]memberResult {
+	key := client.ObjectKeyFromObject(p)
+	done, late := fanOut(ctx, r.fanOutOptions(client.ObjectKeyFromObject(p), "apply"), pl.decision.Run, func(ctx context.Context, m string) memberResult {
+		return r.applyOn(ctx, p, w, pl, m)
+	}, func(m string, err error) memberResult {
+		res := memberResult{obs: MemberObservation{Name: m}}
+		res.fail(err)
+		return res
+	})
+	for _, m := range late {
+		done[m] = lateMember(p, m, r.members.knownIdentity(m))
 	}
-	if found && a.unchanged(member, manager, r, hash) {
-		noopApplies.WithLabelValues(member, r.kind).Inc()
-		return false, nil
-	}
-	if a.appliedBefore(member, r, hash) {
-		// The cache may not have seen our last write yet: ask the member before writing again.
-		found, err = a.read(ctx, live, member, r)
-		if err != nil {
-			return false, err
-		}
-		if found && a.unchanged(member, manager, r, hash) {
-			noopApplies.WithLabelValues(member, r.kind).Inc()
-			return false, nil
+	now := time.Now()
+	for m, res := range done {
+		k := workKey{pipeline: key, member: m}
+		switch {
+		case res.backingOff:
+		case res.err != nil:
+			res.retryIn = r.members.backoff.failed(k, res.obs, now)
+			done[m] = res
+		default:
+			r.members.backoff.succeeded(k)
 		}
 	}
-	key := a.cacheKey(member, r.kind, r.key)
-	a.echoes.begin(key)
-	err = writer.Apply(ctx, r.desired, client.FieldOwner(manager), client.ForceOwnership)
-	rv := ""
+	return done
+}
+
+// applyOn is the work on one member: skipped while it is down or backing off, else an applyJob.
+func (r *CoordinatorReconciler) applyOn(ctx context.Context, p *urutauv1alpha1.CDCPipeline, w *world, pl *placement, m string) memberResult {
+	if obs, left, waiting := r.members.backoff.waiting(workKey{pipeline: client.ObjectKeyFromObject(p), member: m}, time.Now()); waiting {
+		return memberResult{obs: obs, backingOff: true, retryIn: left}
+	}
+	if down, msg := r.members.down(m); down {
+		res := memberResult{obs: MemberObservation{Name: m, ClusterID: w.ids[m]}}
+		res.fail(fmt.Errorf("cluster %q %w: %s", m, errMemberDown, msg))
+		res.obs.Message, res.eventMessage = msg, msg
+		return res
+	}
+	c, err := r.members.conn(ctx, m)
 	if err == nil {
-		rv = resourceVersionOf(r.desired)
+		err = r.members.sameCluster(ctx, c, w.ids[m])
 	}
-	r.crossed = a.echoes.end(key, rv)
 	if err != nil {
-		return false, fmt.Errorf("applying %s %s to cluster %q: %w", r.kind, r.key, member, err)
+		res := memberResult{obs: MemberObservation{Name: m, ClusterID: w.ids[m]}}
+		res.fail(err)
+		return res
 	}
-	applies.WithLabelValues(member, r.kind).Inc()
-	a.remember(member, r, hash, rv)
-	return true, nil
-}
-
-// read gets r.key into a fresh r.live; it reports whether the object exists.
-func (a *applier) read(ctx context.Context, reader client.Reader, member string, r *applyRequest) (bool, error) {
-	r.live = r.newLive()
-	err := reader.Get(ctx, r.key, r.live)
-	switch {
-	case apierrors.IsNotFound(err):
-		return false, nil
-	case err != nil:
-		return false, fmt.Errorf("reading %s %s in cluster %q: %w", r.kind, r.key, member, err)
+	job := &applyJob{
+		p: p, conn: c, id: w.ids[m], settings: r.settingsFor(p, w.inventory[m]),
+		manager: FieldManagerFor(r.FieldManager, m), applier: &r.applier,
+		crossed: func() { r.lookAgain.Store(client.ObjectKeyFromObject(p), true) },
 	}
-	return true, nil
-}
-
-func (a *applier) unchanged(member, manager string, r *applyRequest, hash [sha256.Size]byte) bool {
-	if owned, err := r.extract(r.live, manager); err == nil {
-		if b, err := json.Marshal(owned); err == nil && bytes.Equal(b, r.desiredJSON) {
-			return true
+	if !pl.wrote {
+		job.mayCreateCoordinator = func(ctx context.Context) error {
+			return r.leases.mayCreateCoordinator(ctx, w.leaseName, p.UID, m, w.ids[m])
 		}
 	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	rec, ok := a.seen[a.cacheKey(member, r.kind, r.key)]
-	return ok && rec.desired == hash && rec.resourceVersion != "" && rec.resourceVersion == r.live.GetResourceVersion()
-}
-
-// appliedBefore reports whether this process applied exactly these bytes to this object.
-func (a *applier) appliedBefore(member string, r *applyRequest, hash [sha256.Size]byte) bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	rec, ok := a.seen[a.cacheKey(member, r.kind, r.key)]
-	return ok && rec.desired == hash
-}
-
-func (a *applier) remember(member string, r *applyRequest, hash [sha256.Size]byte, rv string) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.seen == nil {
-		a.seen = map[string]applyRecord{}
+	res := job.run(ctx)
+	if res.timedOut {
+		msg := r.markTimedOut(m)
+		ctrl.LoggerFrom(ctx).Info("cluster did not answer in time: marked down")
+		res.obs.Message, res.eventMessage = msg, msg
 	}
-	a.seen[a.cacheKey(member, r.kind, r.key)] = applyRecord{desired: hash, resourceVersion: rv}
+	return res
 }
 
-// isEcho reports whether obj, seen in a member watch, is exactly the result of our last apply
-// to it: reconciling it again would find nothing to do. (The coordinator StatefulSet's readiness
-// is read from the apply's answer, see applyMember; a status update by its controller is another
-// resourceVersion, so not an echo.)
-func (a *applier) isEcho(member string, obj client.Object) bool {
-	kind := kindOf(obj)
-	if kind == "" {
-		return false
+// settingsFor are the render settings of member m.
+func (r *CoordinatorReconciler) settingsFor(p *urutauv1alpha1.CDCPipeline, m inventory.Member) coordinator.Settings {
+	addr := r.KEDAPrometheusAddress
+	if v := m.Setting(AnnotationKEDAPrometheusAddress); v != "" {
+		addr = v
 	}
-	return a.echoes.isEcho(a.cacheKey(member, kind, client.ObjectKeyFromObject(obj)), obj.GetResourceVersion())
+	return coordinator.Settings{
+		DefaultImage:          r.Image,
+		KEDAPrometheusAddress: addr,
+		KEDAThreshold:         r.KEDAThreshold,
+		Override:              OverrideFor(p, m.Name),
+	}
 }
 
-// forget drops what is remembered of a deleted member object.
-func (a *applier) forget(member string, obj client.Object) {
-	kind := kindOf(obj)
-	if kind == "" {
-		return
-	}
-	key := a.cacheKey(member, kind, client.ObjectKeyFromObject(obj))
-	a.echoes.forget(key)
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	delete(a.seen, key)
-}
-
-// kindOf names the kinds the member watches deliver, as applyRequest.kind does.
-func kindOf(obj client.Object) string {
-	switch obj.(type) {
-	case *corev1.ServiceAccount:
-		return "ServiceAccount"
-	case *policyv1.PodDisruptionBudget:
-		return "PodDisruptionBudget"
-	case *rbacv1.Role:
-		return "Role"
-	case *rbacv1.RoleBinding:
-		return "RoleBinding"
-	case *corev1.Service:
-		return "Service"
-	case *corev1.ConfigMap:
-		return "ConfigMap"
-	case *appsv1.StatefulSet:
-		return "StatefulSet"
-	}
-	return ""
-}
-
-// resourceVersionOf reads metadata.resourceVersion from an apply configuration that the client
-// filled with the API server's answer.
-func resourceVersionOf(ac runtime.ApplyConfiguration) string {
-	b, err := json.Marshal(ac)
-	if err != nil {
-		return ""
-	}
-	var m struct {
-		Metadata struct {
-			ResourceVersion string `json:"resourceVersion"`
-		} `json:"metadata"`
-	}
-	if json.Unmarshal(b, &m) != nil {
-		return ""
-	}
-	return m.Metadata.ResourceVersion
-}
-
-// newApplyRequest prepares a typed apply configuration: its JSON is taken now, before the apply
-// fills it with the answer.
-func newApplyRequest[T client.Object](kind string, desired runtime.ApplyConfiguration, newLive func() T, extract func(T, string) (any, error)) (*applyRequest, error) {
-	b, err := json.Marshal(desired)
-	if err != nil {
-		return nil, fmt.Errorf("marshalling %s: %w", kind, err)
-	}
-	var meta struct {
-		Metadata struct {
-			Name      string `json:"name"`
-			Namespace string `json:"namespace"`
-		} `json:"metadata"`
-	}
-	if err := json.Unmarshal(b, &meta); err != nil {
-		return nil, fmt.Errorf("reading the name of %s: %w", kind, err)
-	}
-	return &applyRequest{
-		kind:        kind,
-		desired:     desired,
-		desiredJSON: b,
-		key:         client.ObjectKey{Namespace: meta.Metadata.Namespace, Name: meta.Metadata.Name},
-		live:        newLive(),
-		newLive:     func() client.Object { return newLive() },
-		extract:     func(o client.Object, m string) (any, error) { return extract(o.(T), m) },
-	}, nil
-}
-
-// The typed requests, one per kind the renderer produces. Each extract is client-go's.
-
-func serviceAccountRequest(ac *corev1ac.ServiceAccountApplyConfiguration) (*applyRequest, error) {
-	return newApplyRequest("ServiceAccount", ac, func() *corev1.ServiceAccount { return &corev1.ServiceAccount{} }, func(o *corev1.ServiceAccount, m string) (any, error) {
-		return corev1ac.ExtractServiceAccount(o, m)
-	})
-}
-
-func pdbRequest(ac *policyv1ac.PodDisruptionBudgetApplyConfiguration) (*applyRequest, error) {
-	return newApplyRequest("PodDisruptionBudget", ac, func() *policyv1.PodDisruptionBudget { return &policyv1.PodDisruptionBudget{} }, func(o *policyv1.PodDisruptionBudget, m string) (any, error) {
-		return policyv1ac.ExtractPodDisruptionBudget(o, m)
-	})
-}
-
-func roleRequest(ac *rbacv1ac.RoleApplyConfiguration) (*applyRequest, error) {
-	return newApplyRequest("Role", ac, func() *rbacv1.Role { return &rbacv1.Role{} }, func(o *rbacv1.Role, m string) (any, error) {
-		return rbacv1ac.ExtractRole(o, m)
-	})
-}
-
-func roleBindingRequest(ac *rbacv1ac.RoleBindingApplyConfiguration) (*applyRequest, error) {
-	return newApplyRequest("RoleBinding", ac, func() *rbacv1.RoleBinding { return &rbacv1.RoleBinding{} }, func(o *rbacv1.RoleBinding, m string) (any, error) {
-		return rbacv1ac.ExtractRoleBinding(o, m)
-	})
-}
-
-func serviceRequest(ac *corev1ac.ServiceApplyConfiguration) (*applyRequest, error) {
-	return newApplyRequest("Service", ac, func() *corev1.Service { return &corev1.Service{} }, func(o *corev1.Service, m string) (any, error) {
-		return corev1ac.ExtractService(o, m)
-	})
-}
-
-func configMapRequest(ac *corev1ac.ConfigMapApplyConfiguration) (*applyRequest, error) {
-	return newApplyRequest("ConfigMap", ac, func() *corev1.ConfigMap { return &corev1.ConfigMap{} }, func(o *corev1.ConfigMap, m string) (any, error) {
-		return corev1ac.ExtractConfigMap(o, m)
-	})
-}
-
-func statefulSetRequest(ac *appsv1ac.StatefulSetApplyConfiguration) (*applyRequest, error) {
-	return newApplyRequest("StatefulSet", ac, func() *appsv1.StatefulSet { return &appsv1.StatefulSet{} }, func(o *appsv1.StatefulSet, m string) (any, error) {
-		return appsv1ac.ExtractStatefulSet(o, m)
-	})
-}
-
-// unstructuredRequest prepares an object of a kind without a typed apply configuration (KEDA's
-// ScaledObject). The typed object is converted to unstructured without status and
-// creationTimestamp, the zero values a typed struct would otherwise send as "set"; every other
-// field of the KEDA spec we render is a pointer or omitempty, so nothing else is sent that we
-// did not mean.
-//
-// The no-op check extracts our managed fields from the live object with a deduced schema (the
-// client has no OpenAPI model of the CRD): maps are walked, lists are atomic, which matches how
-// the CRD's structural schema stores the lists we set (triggers). Any shape the deduction gets
-// wrong only costs a no-op apply, which the resourceVersion record then suppresses.
-func unstructuredRequest(kind string, obj runtime.Object) (*applyRequest, error) {
-	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
-	if err != nil {
-		return nil, fmt.Errorf("converting %s to unstructured: %w", kind, err)
-	}
-	delete(m, "status")
-	if md, ok := m["metadata"].(map[string]any); ok {
-		delete(md, "creationTimestamp")
-	}
-	u := &unstructured.Unstructured{Object: m}
-	b, err := json.Marshal(m)
-	if err != nil {
-		return nil, fmt.Errorf("marshalling %s: %w", kind, err)
-	}
-	gvk := u.GroupVersionKind()
-	newLive := func() client.Object {
-		live := &unstructured.Unstructured{}
-		live.SetGroupVersionKind(gvk)
-		return live
-	}
-	return &applyRequest{
-		kind:        kind,
-		desired:     client.ApplyConfigurationFromUnstructured(u),
-		desiredJSON: b,
-		key:         client.ObjectKey{Namespace: u.GetNamespace(), Name: u.GetName()},
-		live:        newLive(),
-		newLive:     newLive,
-		extract: func(o client.Object, manager string) (any, error) {
-			return extractUnstructured(o.(*unstructured.Unstructured), manager)
-		},
-	}, nil
-}
-
-// extractUnstructured is managedfields.ExtractInto for a deduced type, returning the owned
-// fields plus the identity (apiVersion, kind, name, namespace) as the typed Extract* functions do.
-func extractUnstructured(live *unstructured.Unstructured, manager string) (map[string]any, error) {
-	var entry *fieldpath.Set
-	for _, mf := range live.GetManagedFields() {
-		if mf.Manager != manager || mf.Subresource != "" || mf.FieldsV1 == nil {
-			continue
-		}
-		s := &fieldpath.Set{}
-		if err := s.FromJSON(mf.FieldsV1.GetRawReader()); err != nil {
-			return nil, err
-		}
-		entry = s
-		break
-	}
-	out := map[string]any{}
-	if entry != nil {
-		tv, err := typed.DeducedParseableType.FromUnstructured(live.Object)
-		if err != nil {
-			return nil, err
-		}
-		if m, ok := tv.ExtractItems(entry.Leaves()).AsValue().Unstructured().(map[string]any); ok {
-			out = m
+// lateMember is what a reconcile reports for member m when it stopped waiting for its work there
+// (fanOut): it does not answer. The message is the same every time, so a member that stays hung
+// makes one transition in the status, not one per reconcile.
+func lateMember(p *urutauv1alpha1.CDCPipeline, m, id string) memberResult {
+	msg := fmt.Sprintf("cluster %q does not answer its requests; the hub goes on with the other clusters and tries it again when it answers", m)
+	res := memberResult{unreachable: true, obs: MemberObservation{Name: m, ClusterID: id, Phase: urutauv1alpha1.ClusterUnreachable, Message: msg}}
+	for _, c := range p.Status.Clusters {
+		if c.Name == m {
+			res.obs.ReadyReplicas = c.CoordinatorReadyReplicas
 		}
 	}
-	out["apiVersion"] = live.GetAPIVersion()
-	out["kind"] = live.GetKind()
-	md, _ := out["metadata"].(map[string]any)
-	if md == nil {
-		md = map[string]any{}
+	return res
+}
+
+// markTimedOut records that member's requests time out: it is down until a health check finds it
+// answering (health.go), and the message says so, the same for every request and pipeline.
+func (r *CoordinatorReconciler) markTimedOut(member string) string {
+	msg := fmt.Sprintf("cluster %q does not answer: its requests time out (--member-timeout %s); the hub checks it every %s and does not wait for it meanwhile", member, r.MemberTimeout, r.HealthInterval)
+	if r.members.setHealth(member, memberHealth{checked: true, message: msg}) {
+		r.requeue(r.pipelinesOn(context.Background(), member)...)
 	}
-	md["name"] = live.GetName()
-	md["namespace"] = live.GetNamespace()
-	out["metadata"] = md
-	return out, nil
+	return msg
 }

@@ -13,118 +13,101 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-func TestMemberBreaker(t *testing.T) {
-	t0 := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
-	hold := 30 * time.Second
-	pipeline := types.NamespacedName{Namespace: "ns", Name: "p"}
-	allow := func(b *memberBreaker, at time.Duration) (bool, bool) {
-		probe, err := b.allow("m", pipeline, t0.Add(at))
-		return err == nil, probe
-	}
-
-	var b memberBreaker
-	if ok, probe := allow(&b, 0); !ok || probe {
-		t.Fatalf("a member never seen: allow = %v, probe = %v; want allowed, no probe", ok, probe)
-	}
-	b.done("m", false, false, "timed out", t0.Add(10*time.Second), hold) // timed out at 10 s
-	if ok, _ := allow(&b, 11*time.Second); ok {
-		t.Fatal("a member that just timed out was allowed")
-	}
-	if _, err := b.allow("other", pipeline, t0.Add(11*time.Second)); err != nil {
-		t.Fatal("another member was held off")
-	}
-	if ok, _ := allow(&b, 39*time.Second); ok {
-		t.Fatal("allowed before the hold is over")
-	}
-	ok, probe := allow(&b, 40*time.Second)
-	if !ok || !probe {
-		t.Fatalf("after the hold: allow = %v, probe = %v; want one probe", ok, probe)
-	}
-	if ok, _ := allow(&b, 41*time.Second); ok {
-		t.Fatal("a second reconcile was let through while the probe runs")
-	}
-	// The probe is refused at once (the member is down, not hung): still held off.
-	b.done("m", true, false, "", t0.Add(41*time.Second), hold)
-	if ok, _ := allow(&b, 42*time.Second); ok {
-		t.Fatal("a probe without an answer ended the hold")
-	}
-	if _, err := b.allow("m", pipeline, t0.Add(42*time.Second)); !errors.Is(err, errHeldOff) || err.Error() != "timed out" {
-		t.Fatalf("held off: allow = %v; want errHeldOff with the message of the timeout", err)
-	}
-	ok, probe = allow(&b, 72*time.Second)
-	if !ok || !probe {
-		t.Fatal("no second probe after the second hold")
-	}
-	// A reconcile that is not the probe and was refused changes nothing...
-	b.done("m", false, false, "", t0.Add(72*time.Second), hold)
-	if ok, _ := allow(&b, 73*time.Second); ok {
-		t.Fatal("a refused non-probe reconcile ended the hold or the probe")
-	}
-	// ...and the probe's answer ends the hold.
-	b.done("m", true, true, "", t0.Add(73*time.Second), hold)
-	if ok, probe := allow(&b, 74*time.Second); !ok || probe {
-		t.Fatalf("after an answer: allow = %v, probe = %v; want allowed, no probe", ok, probe)
-	}
-
-	// A changed inventory entry ends a hold at once.
-	b.done("m", false, false, "not engaged", t0.Add(80*time.Second), hold)
-	if ok, _ := allow(&b, 81*time.Second); ok {
-		t.Fatal("a member found not engaged was not held off")
-	}
-	b.forgive("m")
-	if ok, probe := allow(&b, 82*time.Second); !ok || probe {
-		t.Fatalf("after forgive: allow = %v, probe = %v; want allowed, no probe", ok, probe)
-	}
-}
-
 func TestMemberBreakerSlow(t *testing.T) {
-	now := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
 	p1, p2 := types.NamespacedName{Namespace: "ns", Name: "p1"}, types.NamespacedName{Namespace: "ns", Name: "p2"}
 	var b memberBreaker
+	if b.skip("m", p1) {
+		t.Fatal("a member never marked slow was skipped")
+	}
 	b.markSlow("m")
 	if !b.isSlow("m") || b.isSlow("other") {
 		t.Fatal("isSlow does not tell the member marked slow")
 	}
 	for _, p := range []types.NamespacedName{p1, p2, p1} {
-		if _, err := b.allow("m", p, now); !errors.Is(err, errSlow) {
-			t.Fatalf("a slow member: allow = %v, want errSlow", err)
+		if !b.skip("m", p) {
+			t.Fatal("a slow member was not skipped")
 		}
 	}
-	if _, err := b.allow("other", p1, now); err != nil {
-		t.Fatalf("another member: allow = %v", err)
+	if b.skip("other", p1) {
+		t.Fatal("another member was skipped")
 	}
-	// Work elsewhere that was refused says nothing about an answer: still slow.
-	if got := b.done("m", false, false, "", now, time.Minute); got != nil || !b.isSlow("m") {
-		t.Fatalf("a refusal ended the slow state (returned %v)", got)
-	}
-	// An answer ends it and hands back each pipeline that skipped the member, once.
-	got := b.done("m", false, true, "", now, time.Minute)
+	// settle ends the slow state and hands back each pipeline that skipped the member, once.
+	got := b.settle("m")
 	slices.SortFunc(got, func(a, b types.NamespacedName) int { return strings.Compare(a.Name, b.Name) })
-	if !slices.Equal(got, []types.NamespacedName{p1, p2}) {
-		t.Fatalf("answered: pipelines to reconcile again = %v, want [p1 p2]", got)
+	if !slices.Equal(got, []types.NamespacedName{p1, p2}) || b.isSlow("m") {
+		t.Fatalf("settle = %v, slow after = %v; want [p1 p2], not slow", got, b.isSlow("m"))
 	}
-	if _, err := b.allow("m", p1, now); err != nil {
-		t.Fatalf("after an answer: allow = %v", err)
-	}
-
-	// Late work that timed out: held off, and the skipped pipelines come back to see it.
-	b.markSlow("m")
-	_, _ = b.allow("m", p2, now)
-	if got := b.done("m", false, false, "timed out", now, time.Minute); !slices.Equal(got, []types.NamespacedName{p2}) {
-		t.Fatalf("timed out: pipelines to reconcile again = %v, want [p2]", got)
-	}
-	if _, err := b.allow("m", p1, now.Add(time.Second)); !errors.Is(err, errHeldOff) {
-		t.Fatalf("after a timeout: allow = %v, want errHeldOff", err)
-	}
-
-	// settle ends the slow state whatever the late work's outcome.
-	b.markSlow("n")
-	_, _ = b.allow("n", p1, now)
-	if got := b.settle("n"); !slices.Equal(got, []types.NamespacedName{p1}) || b.isSlow("n") {
-		t.Fatalf("settle = %v, slow after = %v", got, b.isSlow("n"))
-	}
-	if got := b.settle("n"); got != nil {
+	if got := b.settle("m"); got != nil {
 		t.Fatalf("a second settle returned %v", got)
+	}
+	b.markSlow("n")
+	b.forget("n")
+	if b.isSlow("n") {
+		t.Fatal("forget left the slow state")
+	}
+}
+
+func TestRunningWork(t *testing.T) {
+	var w runningWork
+	k := workKey{pipeline: types.NamespacedName{Namespace: "ns", Name: "p"}, member: "m"}
+	if !w.begin(k) {
+		t.Fatal("first begin refused")
+	}
+	if w.begin(k) {
+		t.Fatal("a second begin while the first runs was allowed")
+	}
+	if !w.begin(workKey{pipeline: k.pipeline, member: "other"}) {
+		t.Fatal("work on another member was refused")
+	}
+	w.end(k)
+	if !w.begin(k) {
+		t.Fatal("begin after end refused")
+	}
+}
+
+// A member that answers with an error backs off on its own schedule, doubling up to backoffMax;
+// success ends it; forgetting a member or a pipeline drops its entries.
+func TestMemberBackoff(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	p := types.NamespacedName{Namespace: "ns", Name: "p"}
+	k, other := workKey{pipeline: p, member: "m"}, workKey{pipeline: p, member: "n"}
+	var b memberBackoff
+	if _, _, waiting := b.waiting(k, t0); waiting {
+		t.Fatal("a member that never failed is backing off")
+	}
+	obs := MemberObservation{Name: "m", Phase: "Degraded", Message: "forbidden"}
+	var delays []time.Duration
+	for i := range 12 {
+		delays = append(delays, b.failed(k, obs, t0.Add(time.Duration(i)*time.Hour)))
+	}
+	want := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second, 32 * time.Second,
+		64 * time.Second, 128 * time.Second, 256 * time.Second, backoffMax, backoffMax, backoffMax}
+	if !slices.Equal(delays, want) {
+		t.Fatalf("delays = %v, want %v", delays, want)
+	}
+	last := t0.Add(11 * time.Hour)
+	got, left, waiting := b.waiting(k, last.Add(time.Minute))
+	if !waiting || left != backoffMax-time.Minute || got != obs {
+		t.Fatalf("waiting = %v, %v, %v; want the last failure, %v left", got, left, waiting, backoffMax-time.Minute)
+	}
+	if _, _, waiting := b.waiting(k, last.Add(backoffMax)); waiting {
+		t.Fatal("still waiting once the backoff is over")
+	}
+	if _, _, waiting := b.waiting(other, last); waiting {
+		t.Fatal("another member of the same pipeline is backing off")
+	}
+	b.succeeded(k)
+	if d := b.failed(k, obs, last); d != time.Second {
+		t.Fatalf("after a success the backoff starts over at %v, want 1s", d)
+	}
+	b.failed(other, obs, last)
+	b.forgetMember("m")
+	if _, _, waiting := b.waiting(k, last); waiting {
+		t.Fatal("forgetMember left the member's backoff")
+	}
+	b.forgetPipeline(p)
+	if _, _, waiting := b.waiting(other, last); waiting {
+		t.Fatal("forgetPipeline left the pipeline's backoff")
 	}
 }
 
@@ -150,7 +133,7 @@ func TestIsTimeout(t *testing.T) {
 			t.Errorf("isTimeout(%v) = %v, want %v", tc.err, got, tc.want)
 		}
 	}
-	if !isUnreachable(fmt.Errorf("cluster %q: %w", "m", errHeldOff)) {
-		t.Error("a held-off member is not reported unreachable")
+	if !isUnreachable(fmt.Errorf("cluster %q %w: timed out", "m", errMemberDown)) {
+		t.Error("a member found down is not reported unreachable")
 	}
 }

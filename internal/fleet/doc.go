@@ -1,14 +1,73 @@
-// Package fleet is the hub reconciler: it places each CDCPipeline on member clusters, Server-Side
-// Applies the coordinator workload rendered by internal/coordinator into each selected member,
-// observes what runs there, and reports it in the pipeline's status on the hub.
+// Package fleet is the hub reconciler: it places each CDCPipeline on member clusters under its
+// source's reader lease, Server-Side Applies the coordinator workload rendered by
+// internal/coordinator into each selected member, observes what runs there, and reports it in
+// the pipeline's status on the hub.
 //
-// It owns the fleet rules (docs/architecture.md, "Where each fleet rule lives"): deletion first (finalizer urutau.io/fleet-cleanup,
-// tombstones for members that do not answer), the terminal gate (no member write while
-// status.terminated is set), stop-before-start placement moves, per-member isolation, and quiet
-// idling (no write when nothing changed).
+// # One reconcile (reconciler.go)
 //
-// Decisions (placement, moves, status) are pure functions; only the member and hub I/O steps take
-// a client. It must not render objects itself (internal/coordinator does), list member clusters
-// itself (internal/fleet/inventory does) or delete anything in a member by name alone: every
-// delete is guarded by the pipeline-UID label and a UID precondition.
+// Reconcile is a short list of phases, each a small function in its own file:
+//
+//	fetch            reconciler.go  read the CDCPipeline (gone: drop what is kept about it)
+//	reconcileDelete  delete.go      deletion first: empty every member a ReaderLease records,
+//	                                keep tombstones for those that do not answer in time
+//	ensureFinalizer  reconciler.go  before anything is written to a member
+//	observe          observe.go     inventory, placement, member identities, the reader lease
+//	gate             gate.go        terminated, invalid or source-changed: status only, no member write
+//	place            place.go       clean departed members, planLease (lease.go), write the lease
+//	applyAll         apply.go       the applies, concurrently, one applyJob per member
+//	report           report.go      status (ComputeStatus, status.go), events (events.go), requeue
+//
+// Decisions are pure functions with table tests: SelectMembers and OverrideFor (placement.go),
+// planLease and planRelease (lease.go), ComputeStatus (status.go). Only the phases that read or
+// write take a client.
+//
+// # The fleet rules, and where they live
+//
+//   - One reader per source identity (lease.go, leasestore.go): a ReaderLease per identity,
+//     written with optimistic concurrency before a coordinator starts anywhere; an entry leaves
+//     Active only when its member answered that no reader pod is left (member_clean.go counts
+//     pods, terminating ones included) or a person confirmed it gone. Creating a coordinator
+//     StatefulSet without having written the lease in the same reconcile takes a quorum read
+//     first (leaseStore.mayCreateCoordinator).
+//   - Deletion precedence (delete.go, leasecontroller.go): the finalizer empties every member the
+//     lease records; entries left after TombstoneGrace are tombstones, replayed by the
+//     LeaseReconciler when the member answers (by identity, under any name).
+//   - Terminal state (gate.go): no member write while status.terminated holds.
+//   - Isolation (fanout.go, breaker.go, apply.go): every member's work runs on its own, bounded by
+//     MemberTimeout; a hung member is not waited for, a failing one backs off alone.
+//   - Idle is quiet: no-op applies are skipped (ssa.go), echoes of our own writes are not
+//     reconciled (echo.go), the status is written only when it changed.
+//   - Members come and go (members.go, health.go, orphans.go): each member has an identity (the
+//     UID of its kube-system namespace); a periodic health check reports a member that stops
+//     answering while idle; a member that leaves the inventory is never emptied by that, and
+//     everything kept about it is dropped; objects no lease accounts for are reported as orphans.
+//
+// # State that outlives one reconcile
+//
+// All of it is in memory, rebuilt from the world after a restart, and lost without harm; what
+// must survive a crash (where readers may run, tombstones) is in the ReaderLeases.
+//
+//	memberSet       members.go   per member: clients, identity, health (the last check), cleared
+//	                             when the member leaves the inventory (forget). Health is written
+//	                             by the health checks and by work that timed out (markTimedOut);
+//	                             a change requeues the pipelines placed there and the leases that
+//	                             name it.
+//	memberBreaker   breaker.go   members a reconcile stopped waiting for (slow), with the
+//	                             pipelines that skipped them: requeued when the work ends (settle).
+//	runningWork     breaker.go   the work running per (pipeline, member): no second start there.
+//	memberBackoff   breaker.go   per (pipeline, member) retry schedule after an error the member
+//	                             answered with; the reconcile's RequeueAfter carries it.
+//	applier         ssa.go       per member object: the last applied bytes and resourceVersion,
+//	                             for the no-op check; echoes of our applies (echoFilter).
+//	hubEchoes,      echo.go      resourceVersions of our own writes to pipelines and leases:
+//	leaseEchoes                  their watch events are not reconciled; a foreign change that
+//	                             crossed a write sets lookAgain, which requeues at once.
+//	healthMonitor   health.go    when each member is next checked.
+//	orphanScanner   orphans.go   the orphans each member's last scan suspected.
+//
+// # What it must not do
+//
+// It must not render objects itself (internal/coordinator does), list member clusters itself
+// (internal/fleet/inventory does) or delete anything in a member by name alone: every delete is
+// guarded by the pipeline-UID label and a UID precondition.
 package fleet

@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"slices"
+	"strings"
 	"sync"
 )
 
@@ -104,4 +105,15 @@ func (f *echoFilter) forget(key string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	delete(f.written, key)
+}
+
+// forgetPrefix drops every object whose key starts with prefix (a member that left).
+func (f *echoFilter) forgetPrefix(prefix string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for k := range f.written {
+		if strings.HasPrefix(k, prefix) {
+			delete(f.written, k)
+		}
+	}
 }

@@ -2,6 +2,9 @@ package fleet
 
 import (
 	"context"
+	"fmt"
+	"runtime/debug"
+	"slices"
 	"sync"
 	"time"
 
@@ -15,6 +18,8 @@ const memberSilence = 500 * time.Millisecond
 
 // fanOutOptions tune fanOut.
 type fanOutOptions struct {
+	// what names the work in logs.
+	what string
 	// timeout bounds each member's work, waited for or not.
 	timeout time.Duration
 	// patience bounds the wait for each member.
@@ -22,120 +27,144 @@ type fanOutOptions struct {
 	// start tells whether work may start on member m (false: work of an earlier reconcile still
 	// runs there); nil means always.
 	start func(m string) bool
-	// stored returns the result of late work on m that ended since the last reconcile, if any:
-	// it stands for m's result, and no work starts there.
-	stored func(m string) (any, bool)
 	// slow is called for each member whose work goes on after the reconcile stopped waiting
 	// for it, before that work's end.
 	slow func(m string)
-	// end is called when the work on m returns, with its result; late tells that the reconcile
-	// had stopped waiting for it.
-	end func(m string, late bool, v any)
+	// end is called when the work on m returns; late tells that the reconcile had stopped
+	// waiting for it.
+	end func(m string, late bool)
 	// giveUp tells whether to stop waiting for m, whose work began at begun: it stays silent, or
 	// another reconcile found it slow.
 	giveUp func(m string, begun time.Time) bool
 }
 
 // fanOut runs fn for every member concurrently, each under its own timeout, and returns the
-// results of the members that answered in time. The others are late: members whose work was not
-// started (start said no) or was not waited for (giveUp, or patience ran out). A hung member
-// delays a reconcile by about memberSilence, not by its whole timeout: a reconcile that waited
-// for it held a worker, and with it every pipeline in the queue (measured with hack/bench: one
-// hung member more than doubled the convergence of the healthy ones).
-func fanOut[T any](ctx context.Context, o fanOutOptions, members []string, fn func(context.Context, string) T) (done map[string]T, late []string) {
-	type result struct {
-		m string
-		v T
-	}
-	begun := time.Now()
-	ch := make(chan result, len(members))
-	var mu sync.Mutex
-	abandoned := false
-	pending := map[string]bool{}
-	done = make(map[string]T, len(members))
+// results of the members that answered in time. A panic in fn is recovered into failed's result
+// for that member: one member's bad day never takes the hub down. The others are late: members
+// whose work was not started (start said no) or was not waited for (giveUp, or patience ran
+// out). A hung member delays a reconcile by about memberSilence, not by its whole timeout: a
+// reconcile that waited for it held a worker, and with it every pipeline in the queue (measured
+// with hack/bench: one hung member more than doubled the convergence of the healthy ones).
+func fanOut[T any](ctx context.Context, o fanOutOptions, members []string, fn func(context.Context, string) T, failed func(string, error) T) (done map[string]T, late []string) {
+	run := &fanOutRun[T]{o: o, begun: time.Now(), ch: make(chan fanOutResult[T], len(members)), pending: map[string]bool{}}
 	for _, m := range members {
-		if o.stored != nil {
-			if v, ok := o.stored(m); ok {
-				if t, ok := v.(T); ok {
-					done[m] = t
-					continue
-				}
-			}
-		}
 		if o.start != nil && !o.start(m) {
 			late = append(late, m)
 			continue
 		}
-		pending[m] = true
-		go func() {
-			// The work outlives the reconcile when it is not waited for: its context is not the
-			// reconcile's (whose end would cancel it), only bounded by the timeout.
-			mctx, cancel := context.WithTimeout(context.WithoutCancel(ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("cluster", m))), o.timeout)
-			defer cancel()
-			v := fn(mctx, m)
-			// Work waited for ends before the reconcile sees its result, so the next reconcile
-			// never finds it still running.
-			mu.Lock()
-			wasLate := abandoned
-			if !wasLate {
-				if o.end != nil {
-					o.end(m, false, v)
-				}
-				ch <- result{m, v}
-			}
-			mu.Unlock()
-			if wasLate && o.end != nil {
-				o.end(m, true, v)
-			}
-		}()
+		run.pending[m] = true
+		go run.work(ctx, m, fn, failed)
 	}
+	done = run.wait(ctx)
+	return done, run.finish(members, done, late)
+}
 
+// fanOutRun is one fanOut: the results as they come, and whether the caller stopped waiting.
+type fanOutRun[T any] struct {
+	o       fanOutOptions
+	begun   time.Time
+	ch      chan fanOutResult[T]
+	pending map[string]bool
+
+	mu        sync.Mutex
+	abandoned bool
+}
+
+type fanOutResult[T any] struct {
+	m string
+	v T
+}
+
+// work runs fn for m. It outlives the reconcile when it is not waited for: its context is not the
+// reconcile's (whose end would cancel it), only bounded by the timeout.
+func (r *fanOutRun[T]) work(ctx context.Context, m string, fn func(context.Context, string) T, failed func(string, error) T) {
+	mctx, cancel := context.WithTimeout(context.WithoutCancel(ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("cluster", m, "work", r.o.what))), r.o.timeout)
+	defer cancel()
+	v := runRecovered(mctx, m, fn, failed)
+	// Work waited for ends before the reconcile sees its result, so the next reconcile never
+	// finds it still running.
+	r.mu.Lock()
+	wasLate := r.abandoned
+	if !wasLate {
+		if r.o.end != nil {
+			r.o.end(m, false)
+		}
+		r.ch <- fanOutResult[T]{m, v}
+	}
+	r.mu.Unlock()
+	if wasLate && r.o.end != nil {
+		r.o.end(m, true)
+	}
+}
+
+// wait collects results until every member answered, patience ran out, ctx ended, or giveUp
+// says the rest are not worth waiting for.
+func (r *fanOutRun[T]) wait(ctx context.Context) map[string]T {
+	done := map[string]T{}
 	var tick <-chan time.Time
-	if o.giveUp != nil && len(pending) > 0 {
+	if r.o.giveUp != nil && len(r.pending) > 0 {
 		t := time.NewTicker(20 * time.Millisecond)
 		defer t.Stop()
 		tick = t.C
 	}
-	timer := time.NewTimer(o.patience)
+	timer := time.NewTimer(r.o.patience)
 	defer timer.Stop()
-wait:
-	for len(pending) > 0 {
+	for len(r.pending) > 0 {
 		select {
-		case r := <-ch:
-			done[r.m] = r.v
-			delete(pending, r.m)
+		case res := <-r.ch:
+			done[res.m] = res.v
+			delete(r.pending, res.m)
 		case <-timer.C:
-			break wait
+			return done
 		case <-tick:
-			for m := range pending {
-				if o.giveUp(m, begun) {
-					delete(pending, m)
+			for m := range r.pending {
+				if r.o.giveUp(m, r.begun) {
+					delete(r.pending, m)
 				}
 			}
 		case <-ctx.Done():
-			break wait
+			return done
 		}
 	}
-	// Work that returns from here on is late. Work that returned before sent its result.
-	mu.Lock()
-	abandoned = true
+	return done
+}
+
+// finish stops waiting: work that returns from here on is late (work that returned before sent
+// its result, taken now). It returns every member without a result, marking slow those whose
+// work still runs.
+func (r *fanOutRun[T]) finish(members []string, done map[string]T, late []string) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.abandoned = true
 	for drained := false; !drained; {
 		select {
-		case r := <-ch:
-			done[r.m] = r.v
+		case res := <-r.ch:
+			done[res.m] = res.v
 		default:
 			drained = true
 		}
 	}
 	for _, m := range members {
-		if _, ok := done[m]; ok || containsString(late, m) {
+		if _, ok := done[m]; ok || slices.Contains(late, m) {
 			continue
 		}
 		late = append(late, m)
-		if o.slow != nil {
-			o.slow(m)
+		if r.o.slow != nil {
+			r.o.slow(m)
 		}
 	}
-	mu.Unlock()
-	return done, late
+	return late
+}
+
+// runRecovered runs fn for member m, turning a panic into failed's result.
+func runRecovered[T any](ctx context.Context, m string, fn func(context.Context, string) T, failed func(string, error) T) (v T) {
+	defer func() {
+		if p := recover(); p != nil {
+			err := fmt.Errorf("internal error while working on cluster %q: %v", m, p)
+			ctrl.LoggerFrom(ctx).Error(err, "recovered a panic in member work", "stack", string(debug.Stack()))
+			memberPanics.WithLabelValues(m).Inc()
+			v = failed(m, err)
+		}
+	}()
+	return fn(ctx, m)
 }

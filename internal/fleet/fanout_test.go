@@ -3,6 +3,7 @@ package fleet
 import (
 	"context"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -28,7 +29,7 @@ func (f *fanOutRecorder) options(patience time.Duration) fanOutOptions {
 			defer f.mu.Unlock()
 			f.slow = append(f.slow, m)
 		},
-		end: func(m string, late bool, _ any) {
+		end: func(m string, late bool) {
 			f.mu.Lock()
 			f.ends[m] = late
 			f.mu.Unlock()
@@ -36,6 +37,9 @@ func (f *fanOutRecorder) options(patience time.Duration) fanOutOptions {
 		},
 	}
 }
+
+// failed is fanOut's panic result in these tests.
+func failed(m string, err error) string { return "failed " + m + ": " + err.Error() }
 
 // work answers at once for every member but those in hang, which wait for release (or their
 // context).
@@ -54,7 +58,7 @@ func work(hang map[string]bool, release <-chan struct{}) func(context.Context, s
 
 func TestFanOutWaitsForMembersThatAnswer(t *testing.T) {
 	rec := newFanOutRecorder()
-	done, late := fanOut(context.Background(), rec.options(time.Minute), []string{"a", "b", "c"}, work(nil, nil))
+	done, late := fanOut(context.Background(), rec.options(time.Minute), []string{"a", "b", "c"}, work(nil, nil), failed)
 	if len(late) != 0 || len(done) != 3 || done["b"] != "answered b" {
 		t.Fatalf("done = %v, late = %v; want all three done", done, late)
 	}
@@ -70,7 +74,7 @@ func TestFanOutGoesOnWithoutAHungMember(t *testing.T) {
 	// Patience of a minute: only giveUp (the member stays silent) can end the wait.
 	o := rec.options(time.Minute)
 	o.giveUp = func(m string, since time.Time) bool { return m == "hung" && time.Since(since) > 50*time.Millisecond }
-	done, late := fanOut(context.Background(), o, []string{"a", "hung", "b"}, work(map[string]bool{"hung": true}, release))
+	done, late := fanOut(context.Background(), o, []string{"a", "hung", "b"}, work(map[string]bool{"hung": true}, release), failed)
 	if took := time.Since(begun); took > 20*time.Second {
 		t.Fatalf("fanOut waited %s for the hung member", took)
 	}
@@ -103,7 +107,7 @@ func TestFanOutPatienceBoundsALoneMember(t *testing.T) {
 	release := make(chan struct{})
 	defer close(release)
 	done, late := fanOut(context.Background(), rec.options(100*time.Millisecond), []string{"hung"},
-		work(map[string]bool{"hung": true}, release))
+		work(map[string]bool{"hung": true}, release), failed)
 	if len(done) != 0 || !slices.Equal(late, []string{"hung"}) {
 		t.Fatalf("done = %v, late = %v; want hung late after the patience", done, late)
 	}
@@ -120,7 +124,7 @@ func TestFanOutDoesNotStartWhereWorkRuns(t *testing.T) {
 		defer mu.Unlock()
 		ran = append(ran, m)
 		return m
-	})
+	}, failed)
 	if !slices.Equal(ran, []string{"a"}) || len(done) != 1 || !slices.Equal(late, []string{"busy"}) {
 		t.Fatalf("ran = %v, done = %v, late = %v; want only a run, busy late", ran, done, late)
 	}
@@ -129,29 +133,19 @@ func TestFanOutDoesNotStartWhereWorkRuns(t *testing.T) {
 	}
 }
 
-func TestFanOutUsesAStoredResult(t *testing.T) {
+// A panic in one member's work is that member's failure, not the hub's end.
+func TestFanOutRecoversAPanic(t *testing.T) {
 	rec := newFanOutRecorder()
-	o := rec.options(time.Minute)
-	o.stored = func(m string) (any, bool) {
-		switch m {
-		case "late":
-			return "stored late", true
-		case "other-kind":
-			return 42, true // another kind of work's result: ignored
+	done, late := fanOut(context.Background(), rec.options(time.Minute), []string{"a", "boom"}, func(_ context.Context, m string) string {
+		if m == "boom" {
+			panic("nil map")
 		}
-		return nil, false
+		return "answered " + m
+	}, failed)
+	if len(late) != 0 || done["a"] != "answered a" || !strings.Contains(done["boom"], `failed boom: internal error while working on cluster "boom": nil map`) {
+		t.Fatalf("done = %v, late = %v; want a answered, boom failed with the panic", done, late)
 	}
-	done, late := fanOut(context.Background(), o, []string{"a", "late", "other-kind"}, work(nil, nil))
-	want := map[string]string{"a": "answered a", "late": "stored late", "other-kind": "answered other-kind"}
-	if len(late) != 0 || len(done) != 3 {
-		t.Fatalf("done = %v, late = %v; want %v", done, late, want)
-	}
-	for m, v := range want {
-		if done[m] != v {
-			t.Fatalf("done[%s] = %q, want %q", m, done[m], v)
-		}
-	}
-	if _, ran := rec.ends["late"]; ran {
-		t.Fatal("work ran on a member with a stored result")
+	if rec.ends["boom"] {
+		t.Fatal("the panicking member's work was not reported ended in time")
 	}
 }

@@ -2,8 +2,6 @@ package fleet_test
 
 import (
 	"context"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -117,23 +115,8 @@ var _ = Describe("CoordinatorReconciler", func() {
 		pod := fakeCoordinatorPod(ns, p.Name)
 		Expect(members["a"].Client.Create(ctx, pod)).To(Succeed())
 
-		// Watch both members throughout the move: never both hold the coordinator.
-		var both, samples atomic.Int64
-		sctx, stop := context.WithCancel(ctx)
-		var wg sync.WaitGroup
-		wg.Go(func() {
-			for sctx.Err() == nil {
-				a, errA := coordinatorSTS(sctx, members["a"], ns, p.Name)
-				b, errB := coordinatorSTS(sctx, members["b"], ns, p.Name)
-				if errA == nil && errB == nil {
-					samples.Add(1)
-					if a != nil && b != nil {
-						both.Add(1)
-					}
-				}
-				time.Sleep(5 * time.Millisecond)
-			}
-		})
+		// Watch every member throughout the move: never two hold a reader (pod or StatefulSet).
+		sampler := sampleReaders(ctx, ns, []string{p.Name}, oneReader)
 
 		updatePipeline(ctx, client.ObjectKeyFromObject(p), func(p *urutauv1alpha1.CDCPipeline) { p.Spec.Placement.Clusters = []string{"b"} })
 		// a loses its StatefulSet, but its pod is still there: b waits.
@@ -157,11 +140,7 @@ var _ = Describe("CoordinatorReconciler", func() {
 			g.Expect(got.Status.Inventory).To(Equal([]string{"b"}))
 			g.Expect(clusterStatus(got, "a")).To(BeNil())
 		}).Should(Succeed())
-		stop()
-		wg.Wait()
-		figure("move a->b: %d samples of both members, %d with both holding the coordinator StatefulSet", samples.Load(), both.Load())
-		Expect(samples.Load()).To(BeNumerically(">", 10))
-		Expect(both.Load()).To(BeZero())
+		sampler.done("move a->b")
 	})
 
 	moveWhileStopped := func(ctx SpecContext, name string, complete func(p *urutauv1alpha1.CDCPipeline)) *urutauv1alpha1.CDCPipeline {
@@ -188,7 +167,8 @@ var _ = Describe("CoordinatorReconciler", func() {
 		Eventually(func(g Gomega) {
 			expectPlaced(g, ctx, members["b"], p)
 			got := getPipeline(g, ctx, client.ObjectKeyFromObject(p))
-			g.Expect(got.Status.Inventory).To(Equal([]string{"b"}))
+			// A member confirmed gone stays in the inventory until it is emptied.
+			g.Expect(got.Status.Inventory).To(ContainElement("b"))
 			g.Expect(meta.FindStatusCondition(got.Status.Conditions, fleet.ConditionMoveBlocked)).To(BeNil())
 		}).Should(Succeed())
 		return p
@@ -200,18 +180,22 @@ var _ = Describe("CoordinatorReconciler", func() {
 				metav1.SetMetaDataAnnotation(&p.ObjectMeta, urutauv1alpha1.AnnotationConfirmGone, "a")
 			})
 		})
-		// The confirmation left a visible tombstone; a's return replays it.
+		// The confirmation left a visible entry (Gone: no longer a reader) and was consumed; a's
+		// return empties it.
 		Eventually(func(g Gomega) {
-			cm, err := tombstone(ctx, p.UID, "a")
+			e, err := leaseEntry(ctx, p.UID, "a")
 			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(cm).NotTo(BeNil())
+			g.Expect(e).NotTo(BeNil())
+			g.Expect(e.State).To(Equal(urutauv1alpha1.LeaseMemberGone))
+			g.Expect(getPipeline(g, ctx, client.ObjectKeyFromObject(p)).Annotations).NotTo(HaveKey(urutauv1alpha1.AnnotationConfirmGone))
 		}).Should(Succeed())
 		startAPIServer(members["a"])
 		Eventually(func(g Gomega) {
 			expectEmpty(g, ctx, members["a"], ns, p.UID)
-			cm, err := tombstone(ctx, p.UID, "a")
+			e, err := leaseEntry(ctx, p.UID, "a")
 			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(cm).To(BeNil())
+			g.Expect(e).To(BeNil())
+			g.Expect(getPipeline(g, ctx, client.ObjectKeyFromObject(p)).Status.Inventory).To(Equal([]string{"b"}))
 		}).Should(Succeed())
 		Eventually(func(g Gomega) { expectPlaced(g, ctx, members["b"], p) }).Should(Succeed())
 	})
@@ -220,10 +204,12 @@ var _ = Describe("CoordinatorReconciler", func() {
 		p := moveWhileStopped(ctx, "move-return", func(*urutauv1alpha1.CDCPipeline) {
 			startAPIServer(members["a"])
 		})
-		Eventually(func(g Gomega) { expectEmpty(g, ctx, members["a"], ns, p.UID) }).Should(Succeed())
-		cm, err := tombstone(ctx, p.UID, "a")
-		Expect(err).NotTo(HaveOccurred())
-		Expect(cm).To(BeNil())
+		Eventually(func(g Gomega) {
+			expectEmpty(g, ctx, members["a"], ns, p.UID)
+			e, err := leaseEntry(ctx, p.UID, "a")
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(e).To(BeNil())
+		}).Should(Succeed())
 	})
 
 	It("deletes from every member of the inventory", func(ctx SpecContext) {
@@ -274,12 +260,13 @@ var _ = Describe("CoordinatorReconciler", func() {
 		}).Should(Succeed())
 		took := time.Since(start)
 		Eventually(func(g Gomega) { expectEmpty(g, ctx, members["a"], ns, p.UID) }).Should(Succeed())
-		cm, err := tombstone(ctx, p.UID, "c")
+		e, err := leaseEntry(ctx, p.UID, "c")
 		Expect(err).NotTo(HaveOccurred())
-		Expect(cm).NotTo(BeNil(), "tombstone for c")
-		Expect(cm.Labels).To(HaveKeyWithValue(fleet.LabelTombstone, "true"))
-		Expect(cm.Data).To(HaveKeyWithValue(fleet.TombstoneKeyPipelineUID, string(p.UID)))
-		Expect(cm.Data).To(HaveKeyWithValue(fleet.TombstoneKeyCluster, "c"))
+		Expect(e).NotTo(BeNil(), "tombstone for c")
+		Expect(e.PipelineName).To(Equal(p.Name))
+		Expect(e.Namespace).To(Equal(ns))
+		Expect(e.ClusterID).NotTo(BeEmpty())
+		Expect(e.Reason).To(ContainSubstring("deleted"))
 		return took
 	}
 
@@ -290,9 +277,12 @@ var _ = Describe("CoordinatorReconciler", func() {
 		startAPIServer(members["c"])
 		Eventually(func(g Gomega) {
 			expectEmpty(g, ctx, members["c"], ns, p.UID)
-			cm, err := tombstone(ctx, p.UID, "c")
+			e, err := leaseEntry(ctx, p.UID, "c")
 			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(cm).To(BeNil())
+			g.Expect(e).To(BeNil())
+			l, err := leaseOf(ctx, p.UID)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(l).To(BeNil(), "the lease of a deleted pipeline stays once its members are empty")
 		}).Should(Succeed())
 	})
 
@@ -312,9 +302,9 @@ var _ = Describe("CoordinatorReconciler", func() {
 
 		startAPIServer(members["c"])
 		Eventually(func(g Gomega) {
-			cm, err := tombstone(ctx, old.UID, "c")
+			e, err := leaseEntry(ctx, old.UID, "c")
 			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(cm).To(BeNil())
+			g.Expect(e).To(BeNil())
 			expectEmpty(g, ctx, members["c"], ns, old.UID)
 			expectPlaced(g, ctx, members["c"], p)
 		}).Should(Succeed())

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"sort"
 	"strings"
+	"sync/atomic"
 
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
@@ -26,16 +27,22 @@ import (
 	"github.com/urutau-io/fleet/internal/testenv"
 )
 
+// mysqlInline is a pipeline definition; %d is its MySQL serverId, unique per pipeline (one reader
+// per source identity across the fleet: two pipelines with one serverId would wait for each
+// other).
 const mysqlInline = `
 pipeline: shop
 source:
   kind: mysql
-  serverId: 1001
+  serverId: "%d"
 sink:
-  type: iceberg
+  type: iceberg+rest
+  namespace: raw
   warehouse: s3://lake/warehouse
 tables:
-- target: raw.orders
+- source: shop.orders
+  target: raw.orders
+  primaryKey: [id]
 `
 
 // newNamespace creates a fresh namespace on the hub and in every member (with the "default"
@@ -50,8 +57,15 @@ func newNamespace(ctx context.Context) string {
 	return ns
 }
 
+// serverIDs hands out a new serverId to each pipeline newPipeline makes.
+var serverIDs atomic.Int64
+
 func newPipeline(ns, name string, mutate ...func(*urutauv1alpha1.CDCPipeline)) *urutauv1alpha1.CDCPipeline {
-	raw, err := yaml.YAMLToJSON([]byte(mysqlInline))
+	return newPipelineWithServerID(ns, name, serverIDs.Add(1)+1000, mutate...)
+}
+
+func newPipelineWithServerID(ns, name string, serverID int64, mutate ...func(*urutauv1alpha1.CDCPipeline)) *urutauv1alpha1.CDCPipeline {
+	raw, err := yaml.YAMLToJSON([]byte(fmt.Sprintf(mysqlInline, serverID)))
 	Expect(err).NotTo(HaveOccurred())
 	p := &urutauv1alpha1.CDCPipeline{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
@@ -126,6 +140,11 @@ func ownedObjects(g Gomega, ctx context.Context, m *testenv.Cluster, ns string, 
 // expectPlaced asserts that member m holds the whole workload of p: every kind, the fleet
 // labels, and managedFields owned by the member's field manager.
 func expectPlaced(g Gomega, ctx context.Context, m *testenv.Cluster, p *urutauv1alpha1.CDCPipeline) map[string]client.Object {
+	return expectPlacedAs(g, ctx, m, m.Name, p)
+}
+
+// expectPlacedAs is expectPlaced for cluster m registered on the hub as member.
+func expectPlacedAs(g Gomega, ctx context.Context, m *testenv.Cluster, member string, p *urutauv1alpha1.CDCPipeline) map[string]client.Object {
 	objs := ownedObjects(g, ctx, m, p.Namespace, p.UID)
 	name := coordinator.CoordinatorName(p.Name)
 	want := []string{
@@ -134,7 +153,7 @@ func expectPlaced(g Gomega, ctx context.Context, m *testenv.Cluster, p *urutauv1
 		"ConfigMap/" + name, "StatefulSet/" + name,
 	}
 	g.Expect(sortedKeys(objs)).To(ConsistOf(want), "objects in cluster %s", m.Name)
-	manager := fleet.FieldManagerFor(fleet.DefaultFieldManager, m.Name)
+	manager := fleet.FieldManagerFor(fleet.DefaultFieldManager, member)
 	for k, o := range objs {
 		l := o.GetLabels()
 		g.Expect(l).To(HaveKeyWithValue(urutauv1alpha1.LabelHubNamespace, p.Namespace), k)
@@ -185,13 +204,40 @@ func fakeCoordinatorPod(ns, pipeline string) *corev1.Pod {
 	}
 }
 
-func tombstone(ctx context.Context, uid types.UID, member string) (*corev1.ConfigMap, error) {
-	cm := &corev1.ConfigMap{}
-	err := hubClient.Get(ctx, client.ObjectKey{Namespace: systemNS, Name: fleet.TombstoneName(uid, member)}, cm)
-	if apierrors.IsNotFound(err) {
-		return nil, nil
+// leaseEntry is the ReaderLease entry of pipeline uid in member, in any lease; nil when there is
+// none. A deleted pipeline's entry is its tombstone.
+func leaseEntry(ctx context.Context, uid types.UID, member string) (*urutauv1alpha1.LeaseMember, error) {
+	list := &urutauv1alpha1.ReaderLeaseList{}
+	if err := hubClient.List(ctx, list, client.InNamespace(systemNS)); err != nil {
+		return nil, err
 	}
-	return cm, err
+	for _, l := range list.Items {
+		for i, e := range l.Spec.Members {
+			if e.PipelineUID == uid && e.Cluster == member {
+				return &l.Spec.Members[i], nil
+			}
+		}
+	}
+	return nil, nil
+}
+
+// leaseOf is the ReaderLease that records pipeline uid (as holder or entry), nil when none does.
+func leaseOf(ctx context.Context, uid types.UID) (*urutauv1alpha1.ReaderLease, error) {
+	list := &urutauv1alpha1.ReaderLeaseList{}
+	if err := hubClient.List(ctx, list, client.InNamespace(systemNS)); err != nil {
+		return nil, err
+	}
+	for i, l := range list.Items {
+		if l.Spec.Holder.UID == uid {
+			return &list.Items[i], nil
+		}
+		for _, e := range l.Spec.Members {
+			if e.PipelineUID == uid {
+				return &list.Items[i], nil
+			}
+		}
+	}
+	return nil, nil
 }
 
 func resourceVersions(objs map[string]client.Object) map[string]string {

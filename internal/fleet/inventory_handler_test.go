@@ -9,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -29,7 +28,7 @@ func TestInventoryEventHandler(t *testing.T) {
 		return &urutauv1alpha1.CDCPipeline{ObjectMeta: metav1.ObjectMeta{Namespace: "cdc", Name: name},
 			Status: urutauv1alpha1.CDCPipelineStatus{Inventory: inventory}}
 	}
-	r := &CoordinatorReconciler{Client: fake.NewClientBuilder().WithScheme(scheme).
+	r := &CoordinatorReconciler{health: &healthMonitor{}, Client: fake.NewClientBuilder().WithScheme(scheme).
 		WithObjects(pipeline("on-m", "a", "m"), pipeline("elsewhere", "a"), pipeline("nowhere")).
 		WithStatusSubresource(&urutauv1alpha1.CDCPipeline{}).Build()}
 	h := r.inventoryEventHandler("", nil)
@@ -80,10 +79,18 @@ func TestInventoryEventHandler(t *testing.T) {
 		}
 	}
 
-	// Any change of the entry ends a hold on the member.
-	r.breaker.done("m", false, false, "not engaged", time.Now(), time.Hour)
+	// A new way to reach the member has it checked at the next round.
+	r.health.next = map[string]time.Time{"m": time.Now().Add(time.Hour)}
 	queued(update(entry(map[string]string{"region": "eu"}, nil, "v3")))
-	if _, err := r.breaker.allow("m", types.NamespacedName{Name: "p"}, time.Now()); err != nil {
-		t.Fatalf("after a new kubeconfig the member is still held off: %v", err)
+	if _, scheduled := r.health.next["m"]; scheduled {
+		t.Fatal("after a new kubeconfig the member's next health check is not brought forward")
+	}
+	// A member that leaves takes what was kept about it.
+	r.members.setHealth("m", memberHealth{checked: true, up: true})
+	queued(func(ctx context.Context, q workqueue.TypedRateLimitingInterface[mcreconcile.Request]) {
+		h.Delete(ctx, event.TypedDeleteEvent[client.Object]{Object: old}, q)
+	})
+	if h := r.members.health("m"); h.checked {
+		t.Fatal("the health of a member that left was kept")
 	}
 }

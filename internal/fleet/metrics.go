@@ -6,7 +6,9 @@ import (
 )
 
 // Metrics, registered with controller-runtime's registry so the manager serves them. The cluster
-// label is the member's name: per-member state must be visible (the isolation rule).
+// label is the member's name: per-member state must be visible (the isolation rule). Every
+// series of a member is deleted when it leaves the inventory. The names are a contract
+// (docs/operations.md, config/monitoring): never rename one.
 var (
 	memberDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "urutau_fleet_member_reconcile_duration_seconds",
@@ -27,10 +29,59 @@ var (
 	}, []string{"cluster", "kind"})
 	tombstonesWritten = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "urutau_fleet_tombstones_written_total",
-		Help: "Tombstones recorded for members that could not be cleaned in time.",
+		Help: "Tombstones recorded: entries of deleted pipelines kept in a ReaderLease because a member could not be emptied in time.",
 	})
+	memberUp = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "urutau_fleet_member_up",
+		Help: "1 when the member answered its last health check, 0 when it did not.",
+	}, []string{"cluster"})
+	memberEngaged = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "urutau_fleet_member_engaged",
+		Help: "1 when the hub holds a connection to the member (the provider engaged it), 0 otherwise.",
+	}, []string{"cluster"})
+	memberHeld = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "urutau_fleet_member_held",
+		Help: "1 while reconciles skip the member because its earlier requests have not been answered.",
+	}, []string{"cluster"})
+	memberPipelines = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "urutau_fleet_member_pipelines",
+		Help: "Pipelines placed on (or being removed from) the member, by phase.",
+	}, []string{"cluster", "phase"})
+	memberPanics = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "urutau_fleet_member_panics_total",
+		Help: "Panics recovered in the work on one member (each is a bug: the log has its stack).",
+	}, []string{"cluster"})
+	orphans = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "urutau_fleet_orphans",
+		Help: "Pipelines (by UID) whose objects a member holds while no ReaderLease records them there.",
+	}, []string{"cluster"})
+	tombstonesPending = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "urutau_fleet_tombstones_pending",
+		Help: "ReaderLease entries of deleted pipelines waiting for their member to be emptied.",
+	})
+	leaseWaits = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "urutau_fleet_reader_lease_waits",
+		Help: "Pipelines waiting for their source's reader lease (another pipeline, or a departed member, may still run a reader).",
+	})
+	pipelinesByReady = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "urutau_fleet_pipelines",
+		Help: "Pipelines of the hub by the status of their Ready condition (True, False, Unknown).",
+	}, []string{"ready"})
 )
 
+// deleterByLabels is what every labelled metric vector can do.
+type deleterByLabels interface {
+	DeletePartialMatch(labels prometheus.Labels) int
+}
+
+// memberMetrics are the vectors with a cluster label, dropped for a member that leaves.
+var memberMetrics = []deleterByLabels{
+	memberDuration, memberErrors, applies, noopApplies, memberUp, memberEngaged, memberHeld,
+	memberPipelines, memberPanics, orphans,
+}
+
 func init() {
-	metrics.Registry.MustRegister(memberDuration, memberErrors, applies, noopApplies, tombstonesWritten)
+	metrics.Registry.MustRegister(memberDuration, memberErrors, applies, noopApplies, tombstonesWritten,
+		memberUp, memberEngaged, memberHeld, memberPipelines, memberPanics, orphans, tombstonesPending,
+		leaseWaits, pipelinesByReady)
 }

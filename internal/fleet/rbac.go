@@ -7,18 +7,18 @@ package fleet
 // shipped is used. The self-signed certificate's rights are not here: they ship with
 // config/hub/self-signed only.
 
-// CDCPipelines: the cache (list, watch), the finalizer by merge patch; status by merge patch.
-// +kubebuilder:rbac:groups=urutau.io,resources=cdcpipelines,verbs=list;watch;patch
-// +kubebuilder:rbac:groups=urutau.io,resources=cdcpipelines/status,verbs=patch
+// CDCPipelines in every namespace (or --watch-namespaces): the cache (list, watch), live reads
+// (get), the finalizer by merge patch; status by merge patch. Inventory entries, ReaderLeases and
+// the leader Lease live in the hub's own namespace only (the Role generated for urutau-system;
+// kustomize renames it with the install); events go to each pipeline's namespace.
+// +kubebuilder:rbac:groups=urutau.io,resources=cdcpipelines,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=urutau.io,resources=cdcpipelines/status,verbs=get;patch
 
 // PlacementPolicies: the webhook lists them live (internal/webhook/tenancy.go); a reconciler that
 // caches them adds watch here.
 
 // ReaderLeases: one per source identity, in the hub's namespace (DESIGN.md §5 rule 3).
-// +kubebuilder:rbac:groups=urutau.io,namespace=urutau-system,resources=readerleases,verbs=get;list;watch;create;update;patch;delete
-
-// Tombstones: ConfigMaps in the hub's namespace, cached (list, watch), written and removed.
-// +kubebuilder:rbac:groups="",namespace=urutau-system,resources=configmaps,verbs=list;watch;create;delete
+// +kubebuilder:rbac:groups=urutau.io,namespace=urutau-system,resources=readerleases,verbs=get;list;watch;create;update;delete
 
 // Leader election: one Lease in the hub's namespace.
 // +kubebuilder:rbac:groups=coordination.k8s.io,namespace=urutau-system,resources=leases,verbs=get;create;update

@@ -28,14 +28,19 @@ const kedaInline = `
 pipeline: clicks
 source:
   kind: mysql
-  serverId: 2001
+  serverId: "2001"
 sink:
-  type: iceberg
+  type: iceberg+rest
+  namespace: raw
   warehouse: s3://lake/clicks
 tables:
-- target: raw.clicks
+- source: web.clicks
+  target: raw.clicks
+  primaryKey: [id]
   workers: {number: 1, max: 4}
-- target: raw.sessions
+- source: web.sessions
+  target: raw.sessions
+  primaryKey: [id]
 `
 
 // What the readers of status conclude, on the real objects the hub writes: kstatus (kpt, Flux

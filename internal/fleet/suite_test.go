@@ -36,6 +36,7 @@ const (
 	tombstoneGrace = 5 * time.Second
 	retryInterval  = time.Second
 	waitInterval   = 500 * time.Millisecond
+	healthInterval = time.Second
 	image          = "ghcr.io/urutau-io/coordinator:test"
 )
 
@@ -104,7 +105,9 @@ var _ = BeforeSuite(func() {
 		MemberTimeout:      memberTimeout,
 		Liveness:           liveness,
 		TombstoneGrace:     tombstoneGrace,
-		TombstoneNamespace: systemNS,
+		LeaseNamespace:     systemNS,
+		HealthInterval:     healthInterval,
+		OrphanScanInterval: time.Second,
 		RetryInterval:      retryInterval,
 		WaitInterval:       waitInterval,
 	}

@@ -106,8 +106,9 @@ func Up(ctx context.Context, o FleetOptions) (*Fleet, error) {
 		return nil, err
 	}
 
-	o.logf("installing the CDCPipeline and PlacementPolicy CRDs on the hub")
+	o.logf("installing the CDCPipeline, ReaderLease and PlacementPolicy CRDs on the hub")
 	if err := ApplyFiles(ctx, hub, filepath.Join(o.RepoRoot, "config/hub/crd/bases/urutau.io_cdcpipelines.yaml"),
+		filepath.Join(o.RepoRoot, "config/hub/crd/bases/urutau.io_readerleases.yaml"),
 		filepath.Join(o.RepoRoot, "config/hub/crd/bases/urutau.io_placementpolicies.yaml")); err != nil {
 		return nil, err
 	}

@@ -1,157 +1,191 @@
 package spec
 
 import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
-	"k8s.io/apimachinery/pkg/util/validation/field"
+	yamlv3 "go.yaml.in/yaml/v3"
+	"sigs.k8s.io/yaml"
 )
 
-func TestParse(t *testing.T) {
-	raw := `{
-		"pipeline": "shop",
-		"source": {"kind": "postgres", "serverId": 42, "snapshotUri": "s3://snap",
-			"postgres": {"ssh": {"host": "bastion"}, "discover": false, "slot": "s1", "publication": "p1"}},
-		"sink": {"type": "iceberg", "warehouse": "wh", "maintenance": {"enabled": true}},
-		"tables": [
-			{"target": "raw.orders", "workers": {"number": 3, "max": 8, "cpu": "1", "memory": "2Gi"}},
-			{"target": "raw.items"}
-		],
-		"unknown": {"kept": "in the ConfigMap, ignored here"}
-	}`
-	got, errs := Parse([]byte(raw))
-	if len(errs) > 0 {
-		t.Fatalf("Parse: %v", errs)
+// urutauShapes reads testdata/urutau: urutau's own pipeline shapes, as JSON, by file name.
+func urutauShapes(t testing.TB) map[string][]byte {
+	t.Helper()
+	files, err := filepath.Glob("testdata/urutau/*.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no shapes: %v", err)
 	}
-	want := &Inline{
-		Pipeline: "shop",
-		Source: Source{Kind: "postgres", ServerID: "42", SnapshotURI: "s3://snap",
-			Postgres: &Postgres{SSH: true, Slot: "s1", Publication: "p1"}},
-		Sink: Sink{Type: "iceberg", Warehouse: "wh", MaintenanceEnabled: true},
-		Tables: []Table{
-			{Target: "raw.orders", Workers: &Workers{Number: 3, Max: 8, CPU: "1", Memory: "2Gi"}},
-			{Target: "raw.items"},
-		},
+	out := map[string][]byte{}
+	for _, f := range files {
+		y, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		j, err := yaml.YAMLToJSON(y)
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		out[strings.TrimSuffix(filepath.Base(f), ".yaml")] = j
 	}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("Parse:\n got %#v\nwant %#v", got, want)
-	}
-	if !got.Source.Tunnels() || got.Source.Discovers() {
-		t.Errorf("Tunnels/Discovers = %v/%v, want true/false", got.Source.Tunnels(), got.Source.Discovers())
-	}
-	if n := got.Tables[0].WorkerCount(); n != 3 {
-		t.Errorf("WorkerCount = %d, want 3", n)
-	}
-	if n := got.Tables[1].WorkerCount(); n != 1 {
-		t.Errorf("WorkerCount without workers = %d, want 1", n)
-	}
-	if n := got.Tables[1].MaxWorkers(); n != 0 {
-		t.Errorf("MaxWorkers without workers = %d, want 0", n)
-	}
+	return out
 }
 
-func TestParseServerIDAsString(t *testing.T) {
-	got, errs := Parse([]byte(`{"pipeline":"p","source":{"kind":"mysql","serverId":"1001"},"sink":{"type":"kafka"}}`))
-	if len(errs) > 0 {
-		t.Fatalf("Parse: %v", errs)
+// TestUrutauShapesParse: every urutau shape parses, with what the renderer reads.
+func TestUrutauShapesParse(t *testing.T) {
+	type view struct {
+		pipeline, sinkType string
+		tables             int
+		discovers, tunnels bool
+		maintenance        bool
+		identity           string
 	}
-	if got.Source.ServerID != "1001" {
-		t.Errorf("ServerID = %q, want 1001", got.Source.ServerID)
+	want := map[string]view{
+		"mysql-sample":           {pipeline: "shop-mysql", sinkType: "iceberg+rest", tables: 1, identity: "mysql serverId 1101"},
+		"mysql-operator-fixture": {pipeline: "e2e", sinkType: "iceberg+rest", tables: 1, maintenance: true, identity: "mysql serverId 1101"},
+		"postgres-slot":          {pipeline: "billing", sinkType: "iceberg+rest", tables: 2, tunnels: true, identity: "postgres slotName billing_slot"},
+		"postgres-discover":      {pipeline: "crm", sinkType: "iceberg+rest", discovers: true, maintenance: true, identity: "postgres slotName crm_slot"},
+		"clickhouse":             {pipeline: "analytics", sinkType: "clickhouse", tables: 1, identity: "mysql serverId 2201"},
+		"couchbase-kafka":        {pipeline: "carts", sinkType: "couchbase", tables: 1, identity: "kafka groupId carts-urutau"},
+		"kafka-default-sink":     {pipeline: "orders-stream", sinkType: "iceberg+rest", tables: 1, identity: "kafka groupId orders-stream"},
 	}
-}
-
-// TestParseErrors asserts the exact path and type of each error: the hub shows them to users, and
-// the webhook and the renderer report them under these paths.
-func TestParseErrors(t *testing.T) {
-	// valid is a minimal valid document; each case replaces one part of it.
-	const (
-		src  = `"source":{"kind":"mysql"}`
-		sink = `"sink":{"type":"iceberg"}`
-	)
-	doc := func(parts ...string) string { return "{" + strings.Join(parts, ",") + "}" }
-	p := `"pipeline":"shop"`
-
-	tests := []struct {
-		name        string
-		raw         string
-		wantField   string
-		wantType    field.ErrorType
-		wantContain string // in the error's message, when it matters
-	}{
-		{name: "empty", raw: "  ", wantField: "spec.definition.inline", wantType: field.ErrorTypeRequired},
-		{name: "null", raw: "null", wantField: "spec.definition.inline", wantType: field.ErrorTypeRequired},
-		{name: "bad JSON", raw: `{"pipeline":`, wantField: "spec.definition.inline", wantType: field.ErrorTypeInvalid},
-		{name: "not an object", raw: `["pipeline"]`, wantField: "spec.definition.inline", wantType: field.ErrorTypeInvalid},
-		{name: "data after the object", raw: doc(p, src, sink) + ` {}`, wantField: "spec.definition.inline", wantType: field.ErrorTypeInvalid},
-		{name: "missing pipeline", raw: doc(src, sink), wantField: "spec.definition.inline.pipeline", wantType: field.ErrorTypeRequired},
-		{name: "pipeline not a string", raw: doc(`"pipeline":7`, src, sink), wantField: "spec.definition.inline.pipeline", wantType: field.ErrorTypeTypeInvalid},
-		{name: "missing source", raw: doc(p, sink), wantField: "spec.definition.inline.source", wantType: field.ErrorTypeRequired},
-		{name: "source not an object", raw: doc(p, `"source":"mysql"`, sink), wantField: "spec.definition.inline.source", wantType: field.ErrorTypeTypeInvalid},
-		{name: "missing source.kind", raw: doc(p, `"source":{}`, sink), wantField: "spec.definition.inline.source.kind", wantType: field.ErrorTypeRequired},
-		{
-			name: "unknown source kind", raw: doc(p, `"source":{"kind":"oracle"}`, sink),
-			wantField: "spec.definition.inline.source.kind", wantType: field.ErrorTypeNotSupported,
-			wantContain: `supported values: "kafka", "mysql", "postgres"`,
-		},
-		{name: "serverId as a bool", raw: doc(p, `"source":{"kind":"mysql","serverId":true}`, sink), wantField: "spec.definition.inline.source.serverId", wantType: field.ErrorTypeTypeInvalid},
-		{name: "ssh not an object", raw: doc(p, `"source":{"kind":"postgres","postgres":{"ssh":"bastion:22"}}`, sink), wantField: "spec.definition.inline.source.postgres.ssh", wantType: field.ErrorTypeTypeInvalid},
-		{name: "discover not a bool", raw: doc(p, `"source":{"kind":"postgres","postgres":{"discover":"yes"}}`, sink), wantField: "spec.definition.inline.source.postgres.discover", wantType: field.ErrorTypeTypeInvalid},
-		{name: "missing sink", raw: doc(p, src), wantField: "spec.definition.inline.sink", wantType: field.ErrorTypeRequired},
-		{
-			name: "unknown sink type", raw: doc(p, src, `"sink":{"type":"bigquery"}`),
-			wantField: "spec.definition.inline.sink.type", wantType: field.ErrorTypeNotSupported,
-			wantContain: `supported values: "iceberg", "kafka"`,
-		},
-		{name: "maintenance.enabled not a bool", raw: doc(p, src, `"sink":{"type":"iceberg","maintenance":{"enabled":1}}`), wantField: "spec.definition.inline.sink.maintenance.enabled", wantType: field.ErrorTypeTypeInvalid},
-		{name: "tables not a list", raw: doc(p, src, sink, `"tables":{"target":"a"}`), wantField: "spec.definition.inline.tables", wantType: field.ErrorTypeTypeInvalid},
-		{name: "table not an object", raw: doc(p, src, sink, `"tables":["a"]`), wantField: "spec.definition.inline.tables[0]", wantType: field.ErrorTypeTypeInvalid},
-		{name: "table without target", raw: doc(p, src, sink, `"tables":[{"workers":{"number":1}}]`), wantField: "spec.definition.inline.tables[0].target", wantType: field.ErrorTypeRequired},
-		{
-			name: "duplicate target", raw: doc(p, src, sink, `"tables":[{"target":"a"},{"target":"b"},{"target":"a"}]`),
-			wantField: "spec.definition.inline.tables[2].target", wantType: field.ErrorTypeDuplicate, wantContain: "also tables[0]",
-		},
-		{name: "workers not an object", raw: doc(p, src, sink, `"tables":[{"target":"a","workers":3}]`), wantField: "spec.definition.inline.tables[0].workers", wantType: field.ErrorTypeTypeInvalid},
-		{name: "workers.number negative", raw: doc(p, src, sink, `"tables":[{"target":"a","workers":{"number":-1}}]`), wantField: "spec.definition.inline.tables[0].workers.number", wantType: field.ErrorTypeInvalid},
-		{name: "workers.number not a number", raw: doc(p, src, sink, `"tables":[{"target":"a","workers":{"number":"three"}}]`), wantField: "spec.definition.inline.tables[0].workers.number", wantType: field.ErrorTypeTypeInvalid},
-		{name: "workers.number fractional", raw: doc(p, src, sink, `"tables":[{"target":"a","workers":{"number":1.5}}]`), wantField: "spec.definition.inline.tables[0].workers.number", wantType: field.ErrorTypeTypeInvalid},
-		{name: "workers.max negative", raw: doc(p, src, sink, `"tables":[{"target":"a"},{"target":"b","workers":{"max":-2}}]`), wantField: "spec.definition.inline.tables[1].workers.max", wantType: field.ErrorTypeInvalid},
-		{name: "workers.cpu not a string", raw: doc(p, src, sink, `"tables":[{"target":"a","workers":{"cpu":2}}]`), wantField: "spec.definition.inline.tables[0].workers.cpu", wantType: field.ErrorTypeTypeInvalid},
+	shapes := urutauShapes(t)
+	if len(shapes) != len(want) {
+		t.Errorf("shapes = %d, want %d", len(shapes), len(want))
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			in, errs := Parse([]byte(tt.raw))
-			if in != nil {
-				t.Errorf("Parse returned %+v with errors, want nil", in)
+	for name, raw := range shapes {
+		t.Run(name, func(t *testing.T) {
+			in := mustParse(t, raw)
+			id, ok := in.Identity()
+			got := view{
+				pipeline: in.Pipeline, sinkType: in.Sink.Type, tables: len(in.Tables),
+				discovers: in.Source.Discovers(), tunnels: in.Source.Tunnels(),
+				maintenance: in.Sink.MaintenanceEnabled(),
 			}
-			if len(errs) != 1 {
-				t.Fatalf("Parse errors = %v, want exactly one", errs)
+			if ok {
+				got.identity = id.String()
 			}
-			e := errs[0]
-			if e.Field != tt.wantField || e.Type != tt.wantType {
-				t.Errorf("error = %s %q, want %s %q (%v)", e.Type, e.Field, tt.wantType, tt.wantField, e)
-			}
-			if !strings.Contains(e.Error(), tt.wantContain) {
-				t.Errorf("error %q does not contain %q", e.Error(), tt.wantContain)
+			if got != want[name] {
+				t.Errorf("got %+v, want %+v", got, want[name])
 			}
 		})
 	}
 }
 
-// TestParseReportsAllErrors: one pass reports every problem, so a user fixes them all at once.
-func TestParseReportsAllErrors(t *testing.T) {
-	_, errs := Parse([]byte(`{"source":{"kind":"oracle"},"sink":{},"tables":[{}]}`))
-	var got []string
-	for _, e := range errs {
-		got = append(got, e.Field)
+// TestUrutauShapesSurviveTheConfigMap: the hub writes the definition into pipeline.yaml with
+// sigs.k8s.io/yaml; the coordinator reads it back with yaml.v3, re-marshals it to JSON and decodes
+// that. The round trip must keep every shape loadable and unchanged (a string that looks like a
+// number stays a string).
+func TestUrutauShapesSurviveTheConfigMap(t *testing.T) {
+	for name, raw := range urutauShapes(t) {
+		t.Run(name, func(t *testing.T) {
+			var obj any
+			if err := json.Unmarshal(raw, &obj); err != nil {
+				t.Fatal(err)
+			}
+			pipelineYAML, err := yaml.Marshal(obj)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var back any
+			if err := yamlv3.NewDecoder(bytes.NewReader(pipelineYAML)).Decode(&back); err != nil {
+				t.Fatal(err)
+			}
+			again, err := json.Marshal(back)
+			if err != nil {
+				t.Fatal(err)
+			}
+			before, after := mustParse(t, raw), mustParse(t, again)
+			if !reflect.DeepEqual(before, after) {
+				t.Errorf("changed by the round trip:\n%s\n%s", raw, again)
+			}
+		})
 	}
-	want := []string{
-		"spec.definition.inline.pipeline",
-		"spec.definition.inline.source.kind",
-		"spec.definition.inline.sink.type",
-		"spec.definition.inline.tables[0].target",
+}
+
+func TestDefaultSinkType(t *testing.T) {
+	in := mustParse(t, build(mysqlDoc, del("sink.type")))
+	if in.Sink.Type != SinkIcebergREST {
+		t.Errorf("sink.type = %q, want %q", in.Sink.Type, SinkIcebergREST)
 	}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("fields = %v, want %v", got, want)
+}
+
+func TestRegisteredNames(t *testing.T) {
+	for _, kind := range SourceKinds {
+		d := mysqlDoc
+		switch kind {
+		case KindPostgres:
+			d = postgresDoc
+		case KindKafka:
+			d = kafkaDoc
+		}
+		mustParse(t, build(d))
+	}
+	for _, sink := range SinkTypes {
+		mustParse(t, build(mysqlDoc, set("sink.type", sink)))
+	}
+	if !slices.IsSorted(SourceKinds) || !slices.IsSorted(SinkTypes) {
+		t.Error("the registered names must be sorted: the messages list them in this order")
+	}
+}
+
+func TestIdentity(t *testing.T) {
+	tests := []struct {
+		name string
+		raw  []byte
+		want ReaderIdentity
+		ok   bool
+	}{
+		{name: "mysql serverId", raw: build(mysqlDoc, set("source.serverId", "42")), want: ReaderIdentity{"mysql", "serverId", "42"}, ok: true},
+		{name: "mysql serverId canonical", raw: build(mysqlDoc, set("source.serverId", "0042")), want: ReaderIdentity{"mysql", "serverId", "42"}, ok: true},
+		{name: "mysql default", raw: build(mysqlDoc, del("source.serverId")), want: ReaderIdentity{"mysql", "serverId", DefaultMySQLServerID}, ok: true},
+		{name: "postgres slotName", raw: build(postgresDoc), want: ReaderIdentity{"postgres", "slotName", "shop_slot"}, ok: true},
+		{name: "postgres ignores a serverId", raw: build(postgresDoc, set("source.serverId", "7")), want: ReaderIdentity{"postgres", "slotName", "shop_slot"}, ok: true},
+		{name: "kafka groupId", raw: build(kafkaDoc), want: ReaderIdentity{"kafka", "groupId", "shop"}, ok: true},
+		{name: "kafka without groupId", raw: build(kafkaDoc, del("source.groupId")), ok: false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := mustParse(t, tc.raw).Identity()
+			if got != tc.want || ok != tc.ok {
+				t.Errorf("Identity() = %+v, %v; want %+v, %v", got, ok, tc.want, tc.ok)
+			}
+		})
+	}
+}
+
+func TestWarnings(t *testing.T) {
+	in := mustParse(t, build(postgresBlockDoc,
+		set("source.postgres.schemas", []any{"public"}),
+		set(table0("metadata"), []any{doc{"from": "op", "as": "_op"}})))
+	got := strings.Join(in.Warnings(), "\n")
+	for _, want := range []string{
+		"spec.definition.inline.source.postgres.schemas: ignored without source.postgres.discover",
+		"spec.definition.inline.tables[0].metadata[0]: in upsert mode a delete removes the row",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("warnings %q lack %q", got, want)
+		}
+	}
+	if w := mustParse(t, build(mysqlDoc)).Warnings(); len(w) != 0 {
+		t.Errorf("a plain definition warns: %v", w)
+	}
+}
+
+func TestWorkerCounts(t *testing.T) {
+	in := mustParse(t, build(mysqlDoc, set("tables", []any{
+		doc{"source": "a", "target": "a", "primaryKey": []any{"id"}, "workers": doc{"number": 3, "max": 8}},
+		doc{"source": "b", "target": "b", "primaryKey": []any{"id"}},
+	})))
+	if n, m := in.Tables[0].WorkerCount(), in.Tables[0].MaxWorkers(); n != 3 || m != 8 {
+		t.Errorf("table 0: %d/%d, want 3/8", n, m)
+	}
+	if n, m := in.Tables[1].WorkerCount(), in.Tables[1].MaxWorkers(); n != 1 || m != 0 {
+		t.Errorf("table 1: %d/%d, want 1/0", n, m)
 	}
 }

@@ -12,7 +12,7 @@
 // Before any write into member M for pipeline P (hub namespace N; member namespace X, today N):
 //
 //  1. b := Boundary{Policies: every PlacementPolicy, Reserved: the hub's --cluster-provider-namespace
-//     and --tombstone-namespace}; b.Check(hub Namespace N, M's inventory.Member, X).
+//     and --lease-namespace}; b.Check(hub Namespace N, M's inventory.Member, X).
 //  2. Read Namespace X in M (a live get; Forbidden or NotFound means not opted in):
 //     b.CheckMemberNamespace(M, ns).
 //  3. For each r in SecretRefs(&P.Spec), read Secret r.Name in X of M (the Secret check reads them
@@ -71,7 +71,7 @@ func deny(reason, format string, args ...any) *Denial {
 type Boundary struct {
 	// Policies are every PlacementPolicy of the hub.
 	Policies []urutauv1alpha1.PlacementPolicy
-	// Reserved are the hub's own namespaces (--cluster-provider-namespace, --tombstone-namespace):
+	// Reserved are the hub's own namespaces (--cluster-provider-namespace, --lease-namespace):
 	// system namespaces on the hub and in members alike.
 	Reserved []string
 }

@@ -20,23 +20,25 @@ import (
 
 // Field paths the rules report at.
 var (
-	namePath        = field.NewPath("metadata", "name")
-	specPath        = field.NewPath("spec")
-	definitionPath  = specPath.Child("definition")
-	inlinePath      = spec.InlinePath
-	pipelinePath    = inlinePath.Child("pipeline")
-	sourcePath      = inlinePath.Child("source")
-	kindPath        = sourcePath.Child("kind")
-	serverIDPath    = sourcePath.Child("serverId")
-	slotPath        = sourcePath.Child("postgres", "slot")
-	publicationPath = sourcePath.Child("postgres", "publication")
-	sinkTypePath    = inlinePath.Child("sink", "type")
-	warehousePath   = inlinePath.Child("sink", "warehouse")
-	placementPath   = specPath.Child("placement")
-	overridesPath   = specPath.Child("overrides")
+	namePath       = field.NewPath("metadata", "name")
+	specPath       = field.NewPath("spec")
+	definitionPath = specPath.Child("definition")
+	inlinePath     = spec.InlinePath
+	pipelinePath   = inlinePath.Child("pipeline")
+	sourcePath     = inlinePath.Child("source")
+	kindPath       = sourcePath.Child("kind")
+	serverIDPath   = sourcePath.Child("serverId")
+	slotNamePath   = sourcePath.Child("slotName")
+	groupIDPath    = sourcePath.Child("groupId")
+	sinkTypePath   = inlinePath.Child("sink", "type")
+	warehousePath  = inlinePath.Child("sink", "warehouse")
+	secretsPath    = specPath.Child("secrets")
+	placementPath  = specPath.Child("placement")
+	overridesPath  = specPath.Child("overrides")
 )
 
 // postgresSlotName is what Postgres accepts as a replication slot name (NAMEDATALEN-1 = 63).
+// urutau does not check it; Postgres refuses any other name when the coordinator creates the slot.
 var postgresSlotName = regexp.MustCompile(`^[a-z0-9_]{1,63}$`)
 
 // createNew is the advice every immutability error ends with.
@@ -59,7 +61,9 @@ func ValidateSpec(p *urutauv1alpha1.CDCPipeline) (field.ErrorList, []string) {
 	errs = append(errs, defErrs...)
 	if in != nil {
 		errs = append(errs, validateInline(in)...)
+		errs = append(errs, validateCredentialSources(p.Spec.Secrets, in)...)
 		warns = append(warns, identityWarnings(in)...)
+		warns = append(warns, in.Warnings()...)
 	}
 
 	errs = append(errs, validateCoordinatorAndWorker(&p.Spec.PipelineSpec)...)
@@ -74,10 +78,10 @@ func ValidateSpec(p *urutauv1alpha1.CDCPipeline) (field.ErrorList, []string) {
 	return errs, warns
 }
 
-// ValidateUpdate checks what may not change between the stored object and the new one: the source
-// identity, the pipeline name and the sink (see the package documentation for why). It does not
-// repeat ValidateSpec. When either side has no parseable inline definition there is nothing to
-// compare: the old one ran nothing, and ValidateSpec reports the new one.
+// ValidateUpdate checks what may not change between the stored object and the new one: the
+// pipeline name, the source kind, the reader identity and the sink (see the package documentation
+// for why). It does not repeat ValidateSpec. When either side has no parseable inline definition
+// there is nothing to compare: the old one ran nothing, and ValidateSpec reports the new one.
 func ValidateUpdate(oldObj, newObj *urutauv1alpha1.CDCPipeline) field.ErrorList {
 	oldIn := parseInline(&oldObj.Spec.Definition)
 	newIn := parseInline(&newObj.Spec.Definition)
@@ -94,12 +98,15 @@ func ValidateUpdate(oldObj, newObj *urutauv1alpha1.CDCPipeline) field.ErrorList 
 		"it prefixes every worker StatefulSet, so a new value would orphan the running workers and start new, empty ones")
 	immutable(kindPath, oldIn.Source.Kind, newIn.Source.Kind,
 		"the pipeline's replication position belongs to its source")
-	immutable(serverIDPath, canonicalServerID(oldIn.Source.ServerID), canonicalServerID(newIn.Source.ServerID),
-		"it is the coordinator's MySQL replica identity, and changing it under a running stream corrupts replication")
-	immutable(slotPath, pgSlot(oldIn), pgSlot(newIn),
-		"the slot holds the pipeline's position in the WAL: a new slot starts at the current position, so the changes in between are lost, and the old slot keeps retaining WAL on the server")
-	immutable(publicationPath, pgPublication(oldIn), pgPublication(newIn),
-		"it decides which changes the slot streams, so swapping it drops or adds tables mid-stream")
+	if oldIn.Source.Kind == newIn.Source.Kind {
+		oldID, _ := oldIn.Identity()
+		newID, _ := newIn.Identity()
+		if oldID != newID {
+			p := identityPath(newID, oldID)
+			immutable(p, oldID.Value, newID.Value, identityReason(newIn.Source.Kind))
+		}
+	}
+	// sink.type compares after urutau's default: "" and iceberg+rest are the same sink.
 	immutable(sinkTypePath, oldIn.Sink.Type, newIn.Sink.Type,
 		"the pipeline continues from its replication position, so a new destination would silently miss everything written before the switch")
 	immutable(warehousePath, oldIn.Sink.Warehouse, newIn.Sink.Warehouse,
@@ -107,70 +114,79 @@ func ValidateUpdate(oldObj, newObj *urutauv1alpha1.CDCPipeline) field.ErrorList 
 	return errs
 }
 
-// identity is what one reader of a replication source is known by. Two coordinators with the same
-// identity corrupt each other's stream.
-type identity struct {
-	// serverID is the canonical source.serverId, empty when unset.
-	serverID string
-	// slot is source.postgres.slot of a postgres source, empty otherwise.
-	slot string
+// identityPath is the field an identity comes from; a removed one is reported where it was.
+func identityPath(ids ...spec.ReaderIdentity) *field.Path {
+	for _, id := range ids {
+		if id.Field != "" {
+			return sourcePath.Child(id.Field)
+		}
+	}
+	return sourcePath
 }
 
-func (id identity) empty() bool { return id.serverID == "" && id.slot == "" }
+func identityReason(kind string) string {
+	switch kind {
+	case spec.KindMySQL:
+		return "it is the coordinator's MySQL replica identity (unset, the coordinator's default " + spec.DefaultMySQLServerID + "), and changing it under a running stream corrupts replication"
+	case spec.KindPostgres:
+		return "the slot holds the pipeline's position in the WAL: a new slot starts at the current position, so the changes in between are lost, and the old slot keeps retaining WAL on the server"
+	default:
+		return "the consumer group holds the pipeline's place in the topics: a new group starts elsewhere, and the old group's members would split the partitions"
+	}
+}
 
-// identityOf is p's source identity; ok is false when p has no parseable inline definition.
-func identityOf(p *urutauv1alpha1.CDCPipeline) (identity, bool) {
+// identityOf is p's reader identity; ok is false when p has no parseable inline definition or its
+// source has no identity the hub can see.
+func identityOf(p *urutauv1alpha1.CDCPipeline) (spec.ReaderIdentity, bool) {
 	in := parseInline(&p.Spec.Definition)
 	if in == nil {
-		return identity{}, false
+		return spec.ReaderIdentity{}, false
 	}
-	return identity{serverID: canonicalServerID(in.Source.ServerID), slot: pgSlot(in)}, true
+	return in.Identity()
 }
 
 // validateUniqueness rejects p when another pipeline of the hub, in any namespace, has the same
-// serverId or Postgres slot. p itself (same namespace and name), pipelines being deleted and
-// pipelines without a parseable inline definition are ignored. Each error names every other
-// pipeline that holds the value, as namespace/name.
+// reader identity (spec.Inline.Identity). p itself (same namespace and name), pipelines being
+// deleted and pipelines without a parseable inline definition are ignored. The error names every
+// other pipeline that holds the identity, as namespace/name.
 func validateUniqueness(p *urutauv1alpha1.CDCPipeline, others []urutauv1alpha1.CDCPipeline) field.ErrorList {
 	id, ok := identityOf(p)
-	if !ok || id.empty() {
+	if !ok {
 		return nil
 	}
-	var sameServerID, sameSlot []string
+	var holders []string
 	for i := range others {
 		o := &others[i]
 		if (o.Namespace == p.Namespace && o.Name == p.Name) || o.DeletionTimestamp != nil {
 			continue
 		}
-		oid, ok := identityOf(o)
-		if !ok {
-			continue
-		}
-		ref := o.Namespace + "/" + o.Name
-		if id.serverID != "" && oid.serverID == id.serverID {
-			sameServerID = append(sameServerID, ref)
-		}
-		if id.slot != "" && oid.slot == id.slot {
-			sameSlot = append(sameSlot, ref)
+		if oid, ok := identityOf(o); ok && oid == id {
+			holders = append(holders, o.Namespace+"/"+o.Name)
 		}
 	}
-	var errs field.ErrorList
-	if len(sameServerID) > 0 {
-		errs = append(errs, duplicate(serverIDPath, id.serverID, "serverId", sameServerID,
-			"two readers with one MySQL server id corrupt replication: pick a serverId no other pipeline of the hub uses"))
+	if len(holders) == 0 {
+		return nil
 	}
-	if len(sameSlot) > 0 {
-		errs = append(errs, duplicate(slotPath, id.slot, "Postgres slot", sameSlot,
-			"two readers of one replication slot steal each other's changes: pick a slot name no other pipeline of the hub uses"))
-	}
-	return errs
+	return field.ErrorList{duplicate(sourcePath.Child(id.Field), id, holders)}
 }
 
-func duplicate(p *field.Path, value, what string, holders []string, advice string) *field.Error {
+func duplicate(p *field.Path, id spec.ReaderIdentity, holders []string) *field.Error {
 	slices.Sort(holders)
-	e := field.Duplicate(p, value)
-	e.Detail = fmt.Sprintf("%s %q is already used by CDCPipeline %s; %s", what, value, strings.Join(holders, ", "), advice)
+	e := field.Duplicate(p, id.Value)
+	e.Detail = fmt.Sprintf("%s is already used by CDCPipeline %s; two readers with one identity corrupt each other's stream: %s",
+		describeIdentity(id), strings.Join(holders, ", "), uniqueAdvice[id.Kind])
 	return e
+}
+
+// describeIdentity says what an identity is, including where a default comes from.
+func describeIdentity(id spec.ReaderIdentity) string {
+	return fmt.Sprintf("%s %s %q", id.Kind, id.Field, id.Value)
+}
+
+var uniqueAdvice = map[string]string{
+	spec.KindMySQL:    "set a source.serverId no other pipeline of the hub uses (an unset serverId is the coordinator's default " + spec.DefaultMySQLServerID + ")",
+	spec.KindPostgres: "pick a source.slotName no other pipeline of the hub uses",
+	spec.KindKafka:    "pick a source.groupId no other pipeline of the hub uses",
 }
 
 // inlineSet reports whether the definition carries a non-empty inline document.
@@ -236,18 +252,19 @@ func validateDefinition(d *urutauv1alpha1.Definition) (*spec.Inline, field.Error
 	return in, errs
 }
 
-// validateInline checks what spec.Parse leaves to its callers: the values of the source identity and
-// the tables' worker quantities.
+// validateInline checks what spec.Parse leaves to its callers: values urutau accepts but the source
+// database refuses (a MySQL server_id 0, a slot name Postgres cannot create), and the tables'
+// worker quantities, which the single-cluster webhook checks as quantities (#575).
 func validateInline(in *spec.Inline) field.ErrorList {
 	var errs field.ErrorList
-	if in.Source.Kind == "mysql" && in.Source.ServerID != "" {
-		if id, err := strconv.ParseUint(in.Source.ServerID, 10, 32); err != nil || id == 0 {
+	if in.Source.Kind == spec.KindMySQL && in.Source.ServerID != "" {
+		if id, err := strconv.ParseUint(in.Source.ServerID, 10, 32); err == nil && id == 0 {
 			errs = append(errs, field.Invalid(serverIDPath, in.Source.ServerID,
-				"must be a whole number from 1 to 4294967295 (a MySQL server_id), unique across the hub"))
+				"must be from 1 to 4294967295: MySQL refuses a replica with server_id 0"))
 		}
 	}
-	if slot := pgSlot(in); slot != "" && !postgresSlotName.MatchString(slot) {
-		errs = append(errs, field.Invalid(slotPath, slot,
+	if slot := in.Source.SlotName; in.Source.Kind == spec.KindPostgres && slot != "" && !postgresSlotName.MatchString(slot) {
+		errs = append(errs, field.Invalid(slotNamePath, slot,
 			"must be a Postgres replication slot name: lower-case letters, digits and underscores, at most 63 characters"))
 	}
 	for i, t := range in.Tables {
@@ -261,14 +278,42 @@ func validateInline(in *spec.Inline) field.ErrorList {
 	return errs
 }
 
-// identityWarnings warns when the source identity is left to the coordinator's default, which the
-// hub cannot check for uniqueness.
+// validateCredentialSources checks what urutau's webhook leaves to the coordinator's boot because
+// it cannot read Secrets, but what the spec alone decides: where source.uri and sink.uri come from.
+// The coordinator gets the uri of spec.secrets.source as URUTAU_SOURCE_URI and that of
+// spec.secrets.catalog as URUTAU_SINK_URI, fills an empty source.uri / sink.uri from them (urutau
+// spec/load.go), then validates with its credential rules: no source, no sink, or a source.uri
+// next to a source.postgres block stop it at boot, in every member.
+func validateCredentialSources(s urutauv1alpha1.Secrets, in *spec.Inline) field.ErrorList {
+	var errs field.ErrorList
+	switch {
+	case s.Source == "" && in.Source.URI == "" && in.Source.Postgres == nil:
+		errs = append(errs, field.Required(secretsPath.Child("source"),
+			"the coordinator has no source to connect to: name a Secret holding the source uri here, or set "+
+				sourcePath.Child("uri").String()+" (for postgres, "+sourcePath.Child("postgres").String()+")"))
+	case s.Source != "" && in.Source.Postgres != nil:
+		errs = append(errs, field.Forbidden(secretsPath.Child("source"),
+			"its uri fills source.uri at boot, and the coordinator refuses source.uri together with "+
+				sourcePath.Child("postgres").String()+": connect through the Secret or through the postgres block, not both"))
+	}
+	if s.Catalog == "" && in.Sink.URI == "" {
+		errs = append(errs, field.Required(secretsPath.Child("catalog"),
+			"the coordinator has no sink to write to: name a Secret holding the catalog uri here, or set "+
+				inlinePath.Child("sink", "uri").String()))
+	}
+	return errs
+}
+
+// identityWarnings warns when the reader identity is left to a default: a MySQL pipeline without
+// serverId replicates as the coordinator's default server id, which only one pipeline of the hub
+// can hold; a kafka source without groupId has an identity the hub cannot see.
 func identityWarnings(in *spec.Inline) []string {
 	switch {
-	case in.Source.Kind == "mysql" && in.Source.ServerID == "":
-		return []string{serverIDPath.String() + " is not set: the coordinator picks its own MySQL server id, which the hub cannot check for uniqueness; set a serverId no other pipeline uses"}
-	case in.Source.Kind == "postgres" && pgSlot(in) == "":
-		return []string{slotPath.String() + " is not set: the coordinator uses its default replication slot, which the hub cannot check for uniqueness; two pipelines on one database with the default slot steal each other's changes; set a slot name no other pipeline uses"}
+	case in.Source.Kind == spec.KindMySQL && in.Source.ServerID == "":
+		return []string{serverIDPath.String() + " is not set: the coordinator replicates as its default server id " + spec.DefaultMySQLServerID +
+			", which only one pipeline of the hub may use; set a serverId no other pipeline uses"}
+	case in.Source.Kind == spec.KindKafka && in.Source.GroupID == "":
+		return []string{groupIDPath.String() + " is not set: the coordinator picks its own consumer group, which the hub cannot check for uniqueness; set a groupId no other pipeline uses"}
 	}
 	return nil
 }
@@ -368,14 +413,8 @@ func validatePlacement(pl *urutauv1alpha1.Placement, in *spec.Inline, sourceSecr
 	if len(pl.Clusters) > 1 || pl.ClusterSelector != nil {
 		who := "its source"
 		if in != nil {
-			id := identity{serverID: canonicalServerID(in.Source.ServerID), slot: pgSlot(in)}
-			switch {
-			case id.serverID != "" && id.slot != "":
-				who = fmt.Sprintf("serverId %s and slot %s", id.serverID, id.slot)
-			case id.serverID != "":
-				who = "serverId " + id.serverID
-			case id.slot != "":
-				who = "slot " + id.slot
+			if id, ok := in.Identity(); ok {
+				who = id.String()
 			}
 		}
 		secret := "spec.secrets.source"
@@ -432,27 +471,4 @@ func validateClusterName(p *field.Path, name string) field.ErrorList {
 		return field.ErrorList{field.Invalid(p, name, "must be a member cluster name (a DNS-1123 subdomain, as the inventory's Secret or ClusterProfile is named): "+strings.Join(msgs, "; "))}
 	}
 	return nil
-}
-
-// canonicalServerID writes a numeric serverId in decimal without leading zeros, so 5, "5" and
-// "05" compare equal; anything else is kept as written.
-func canonicalServerID(s string) string {
-	if n, err := strconv.ParseUint(strings.TrimSpace(s), 10, 64); err == nil {
-		return strconv.FormatUint(n, 10)
-	}
-	return s
-}
-
-func pgSlot(in *spec.Inline) string {
-	if in.Source.Kind != "postgres" || in.Source.Postgres == nil {
-		return ""
-	}
-	return in.Source.Postgres.Slot
-}
-
-func pgPublication(in *spec.Inline) string {
-	if in.Source.Kind != "postgres" || in.Source.Postgres == nil {
-		return ""
-	}
-	return in.Source.Postgres.Publication
 }

@@ -33,7 +33,7 @@ type CDCPipelineValidator struct {
 	// default of SetupWithManager): a cache that lags lets a duplicate through.
 	Client client.Reader
 	// Identities, when set, is a cache with IdentityIndex: the uniqueness check reads only the
-	// pipelines that share an identity key (uniqueness.go) instead of listing all through Client.
+	// pipelines that share the identity (uniqueness.go) instead of listing all through Client.
 	Identities client.Reader
 	// Tenancy, when set, applies the tenancy boundary (tenancy.go).
 	Tenancy *TenancyCheck
@@ -114,10 +114,10 @@ func (v *CDCPipelineValidator) ValidateDelete(context.Context, *urutauv1alpha1.C
 	return nil, nil
 }
 
-// checkUniqueness compares p's source identity with the other CDCPipelines of the hub
+// checkUniqueness compares p's reader identity with the other CDCPipelines of the hub
 // (uniqueness.go). A failed read is returned as an error: admission fails closed.
 func (v *CDCPipelineValidator) checkUniqueness(ctx context.Context, p *urutauv1alpha1.CDCPipeline) (field.ErrorList, error) {
-	if id, ok := identityOf(p); !ok || id.empty() {
+	if _, ok := identityOf(p); !ok {
 		return nil, nil
 	}
 	if v.Client == nil {

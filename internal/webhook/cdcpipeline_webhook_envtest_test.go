@@ -4,6 +4,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -30,7 +31,7 @@ func init() { serverIDs.Store(1000) }
 // fresh is a valid pipeline in namespace ns with a serverId no other spec uses.
 func fresh(ns, name string, muts ...mut) *urutauv1alpha1.CDCPipeline {
 	id := serverIDs.Add(1)
-	all := append([]mut{named(ns, name), edit(func(d doc) { source(d)["serverId"] = id })}, muts...)
+	all := append([]mut{named(ns, name), edit(func(d doc) { source(d)["serverId"] = strconv.FormatInt(id, 10) })}, muts...)
 	p := pipeline(all...)
 	p.TypeMeta = metav1.TypeMeta{}
 	return p
@@ -171,20 +172,20 @@ var _ = Describe("CDCPipeline admission against a real API server", func() {
 
 		other := newNamespace(ctx)
 		id, _ := identityOf(first)
-		dup := pipeline(named(other, "second"), edit(func(d doc) { source(d)["serverId"] = id.serverID }))
+		dup := pipeline(named(other, "second"), edit(func(d doc) { source(d)["serverId"] = id.Value }))
 		dup.TypeMeta = metav1.TypeMeta{}
 		err := k8sClient.Create(ctx, dup)
 		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "got %v", err)
 		Expect(causes(err)).To(Equal([]string{"spec.definition.inline.source.serverId"}))
 		Expect(err.Error()).To(ContainSubstring(ns + "/first"))
 
-		pgA := pipeline(named(ns, "pg-a"), inline(postgresInline()), edit(func(d doc) { pg(d)["slot"] = "slot_" + ns[3:] }))
+		pgA := pipeline(named(ns, "pg-a"), inline(postgresInline()), edit(func(d doc) { source(d)["slotName"] = "slot_" + ns[3:] }))
 		pgA.TypeMeta = metav1.TypeMeta{}
 		Expect(k8sClient.Create(ctx, pgA)).To(Succeed())
-		pgB := pipeline(named(other, "pg-b"), inline(postgresInline()), edit(func(d doc) { pg(d)["slot"] = "slot_" + ns[3:] }))
+		pgB := pipeline(named(other, "pg-b"), inline(postgresInline()), edit(func(d doc) { source(d)["slotName"] = "slot_" + ns[3:] }))
 		pgB.TypeMeta = metav1.TypeMeta{}
 		err = k8sClient.Create(ctx, pgB)
-		Expect(causes(err)).To(Equal([]string{"spec.definition.inline.source.postgres.slot"}))
+		Expect(causes(err)).To(Equal([]string{"spec.definition.inline.source.slotName"}))
 		Expect(err.Error()).To(ContainSubstring(ns + "/pg-a"))
 
 		// Once the first pipeline is being deleted, its identity is free again.
@@ -208,7 +209,7 @@ var _ = Describe("CDCPipeline admission against a real API server", func() {
 		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(p), &before)).To(Succeed())
 
 		changed := before.DeepCopy()
-		edit(func(d doc) { source(d)["serverId"] = serverIDs.Add(1) })(changed)
+		edit(func(d doc) { source(d)["serverId"] = strconv.FormatInt(serverIDs.Add(1), 10) })(changed)
 		err := k8sClient.Update(ctx, changed)
 		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "got %v", err)
 		Expect(causes(err)).To(Equal([]string{"spec.definition.inline.source.serverId"}))

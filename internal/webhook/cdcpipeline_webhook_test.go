@@ -53,28 +53,48 @@ func (r *listReader) List(_ context.Context, list client.ObjectList, opts ...cli
 // doc is an inline definition under construction.
 type doc = map[string]any
 
-// mysqlInline is a valid MySQL definition.
+// mysqlInline is a valid MySQL definition, in urutau's dialect (internal/spec).
 func mysqlInline() doc {
 	return doc{
 		"pipeline": "shop",
-		"source":   doc{"kind": "mysql", "serverId": 42},
-		"sink":     doc{"type": "iceberg", "warehouse": "s3://lake/wh"},
+		"source":   doc{"kind": "mysql", "serverId": "42"},
+		"sink":     doc{"type": "iceberg+rest", "namespace": "raw", "warehouse": "s3://lake/wh"},
 		"tables": []any{
-			doc{"target": "raw.orders", "workers": doc{"number": 2, "max": 4, "cpu": "500m", "memory": "1Gi"}},
-			doc{"target": "raw.customers"},
+			doc{"source": "shop.orders", "target": "raw.orders", "primaryKey": []any{"id"},
+				"workers": doc{"number": 2, "max": 4, "cpu": "500m", "memory": "1Gi"}},
+			doc{"source": "shop.customers", "target": "raw.customers", "primaryKey": []any{"id"}},
 		},
 	}
 }
 
-// postgresInline is a valid Postgres definition with slot and publication.
+// postgresInline is a valid Postgres definition: a slotName, connected through the source Secret.
 func postgresInline() doc {
 	return doc{
 		"pipeline": "pg",
-		"source": doc{"kind": "postgres", "postgres": doc{
-			"slot": "urutau_pg", "publication": "urutau_pub", "ssh": doc{"host": "bastion"},
-		}},
-		"sink":   doc{"type": "kafka"},
-		"tables": []any{doc{"target": "public.orders"}},
+		"source":   doc{"kind": "postgres", "slotName": "urutau_pg"},
+		"sink":     doc{"type": "clickhouse", "namespace": "analytics"},
+		"tables":   []any{doc{"source": "public.orders", "target": "public.orders", "primaryKey": []any{"id"}}},
+	}
+}
+
+// pgBlock connects the Postgres source through the structured source.postgres block (with an SSH
+// tunnel) instead of the source Secret, which must then go: the Secret's uri would fill
+// source.uri, which urutau refuses next to the block.
+func pgBlock(p *urutauv1alpha1.CDCPipeline) {
+	p.Spec.Secrets.Source = ""
+	edit(func(d doc) {
+		source(d)["postgres"] = doc{"host": "pg.internal", "database": "shop",
+			"ssh": doc{"host": "bastion", "username": "tunnel", "privateKey": "/etc/urutau/ssh/privateKey"}}
+	})(p)
+}
+
+// kafkaInline is a valid Kafka definition without a consumer group: no identity the hub sees.
+func kafkaInline() doc {
+	return doc{
+		"pipeline": "k",
+		"source":   doc{"kind": "kafka"},
+		"sink":     doc{"namespace": "raw"},
+		"tables":   []any{doc{"source": "clicks", "target": "raw.clicks", "writeMode": "append", "onDelete": "skip"}},
 	}
 }
 
@@ -97,7 +117,7 @@ func pipeline(muts ...mut) *urutauv1alpha1.CDCPipeline {
 		Spec: urutauv1alpha1.CDCPipelineSpec{
 			PipelineSpec: urutauv1alpha1.PipelineSpec{
 				Definition:  urutauv1alpha1.Definition{Inline: raw(mysqlInline())},
-				Secrets:     urutauv1alpha1.Secrets{Source: "shop-db"},
+				Secrets:     urutauv1alpha1.Secrets{Source: "shop-db", Catalog: "shop-lake"},
 				Coordinator: urutauv1alpha1.CoordinatorSpec{CPU: "500m", Memory: "1Gi"},
 				Worker:      urutauv1alpha1.WorkerSpec{CPU: "250m", Memory: "512Mi", CPUOverhead: "100m", MemoryOverhead: "256Mi"},
 			},
@@ -234,42 +254,61 @@ func badCases() []testCase {
 			e(field.ErrorTypeForbidden, "spec.definition.s3"),
 		}},
 
-		// --- the inline definition (spec.Parse and what it leaves to us) ---
+		// --- the inline definition: urutau's dialect (spec.Parse) and what it leaves to us ---
 		{name: "inline empty object", obj: pipeline(inline(doc{})), errs: []want{
 			e(field.ErrorTypeRequired, inl+".pipeline"),
-			e(field.ErrorTypeRequired, inl+".source"),
-			e(field.ErrorTypeRequired, inl+".sink"),
+			e(field.ErrorTypeRequired, src+".kind"),
+			e(field.ErrorTypeRequired, inl+".sink.namespace"),
+			e(field.ErrorTypeRequired, inl+".tables"),
 		}},
 		{name: "inline is a list", obj: pipeline(inlineRaw(`[1,2]`)),
-			errs: []want{e(field.ErrorTypeInvalid, inl, "not a JSON/YAML object")}},
+			errs: []want{e(field.ErrorTypeTypeInvalid, inl, "must be an object")}},
+		{name: "unknown field refused as the coordinator refuses it", obj: pipeline(edit(func(d doc) { d["owner"] = "team-a" })),
+			errs: []want{e(field.ErrorTypeForbidden, inl+".owner", "unknown field")}},
+		{name: "unknown table field (a typo)", obj: pipeline(edit(func(d doc) { table(d, 1)["wirteMode"] = "append" })),
+			errs: []want{e(field.ErrorTypeForbidden, inl+".tables[1].wirteMode")}},
 		{name: "pipeline missing", obj: pipeline(edit(func(d doc) { delete(d, "pipeline") })),
 			errs: []want{e(field.ErrorTypeRequired, inl+".pipeline")}},
 		{name: "pipeline not a string", obj: pipeline(edit(func(d doc) { d["pipeline"] = 7 })),
 			errs: []want{e(field.ErrorTypeTypeInvalid, inl+".pipeline")}},
 		{name: "source missing", obj: pipeline(edit(func(d doc) { delete(d, "source") })),
-			errs: []want{e(field.ErrorTypeRequired, src)}},
+			errs: []want{e(field.ErrorTypeRequired, src+".kind")}},
 		{name: "source kind missing", obj: pipeline(edit(func(d doc) { delete(source(d), "kind") })),
 			errs: []want{e(field.ErrorTypeRequired, src+".kind")}},
 		{name: "source kind unknown lists the kinds", obj: pipeline(edit(func(d doc) { source(d)["kind"] = "oracle" })),
 			errs: []want{e(field.ErrorTypeNotSupported, src+".kind", `"kafka"`, `"mysql"`, `"postgres"`)}},
 		{name: "sink missing", obj: pipeline(edit(func(d doc) { delete(d, "sink") })),
-			errs: []want{e(field.ErrorTypeRequired, inl+".sink")}},
-		{name: "sink type unknown lists the types", obj: pipeline(edit(func(d doc) { sink(d)["type"] = "bigquery" })),
-			errs: []want{e(field.ErrorTypeNotSupported, inl+".sink.type", `"iceberg"`, `"kafka"`)}},
+			errs: []want{e(field.ErrorTypeRequired, inl+".sink.namespace")}},
+		{name: "sink type unknown lists the registered sinks", obj: pipeline(edit(func(d doc) { sink(d)["type"] = "bigquery" })),
+			errs: []want{e(field.ErrorTypeNotSupported, inl+".sink.type", `"clickhouse"`, `"couchbase"`, `"iceberg+rest"`)}},
+		{name: "sink type iceberg is spelled iceberg+rest", obj: pipeline(edit(func(d doc) { sink(d)["type"] = "iceberg" })),
+			errs: []want{e(field.ErrorTypeNotSupported, inl+".sink.type", `"iceberg+rest"`)}},
+		{name: "upsert table without primaryKey", obj: pipeline(edit(func(d doc) { delete(table(d, 1), "primaryKey") })),
+			errs: []want{e(field.ErrorTypeRequired, inl+".tables[1].primaryKey", "upsert")}},
+		{name: "workers.max below workers.number", obj: pipeline(edit(func(d doc) { workers(d, 0)["max"] = 1 })),
+			errs: []want{e(field.ErrorTypeInvalid, inl+".tables[0].workers.max", "below workers.number (2)")}},
 		{name: "mysql serverId not a number", obj: pipeline(edit(func(d doc) { source(d)["serverId"] = "primary" })),
-			errs: []want{e(field.ErrorTypeInvalid, src+".serverId", "1 to 4294967295")}},
-		{name: "mysql serverId zero", obj: pipeline(edit(func(d doc) { source(d)["serverId"] = 0 })),
+			errs: []want{e(field.ErrorTypeInvalid, src+".serverId", "uint32")}},
+		{name: "mysql serverId zero", obj: pipeline(edit(func(d doc) { source(d)["serverId"] = "0" })),
+			errs: []want{e(field.ErrorTypeInvalid, src+".serverId", "server_id 0")}},
+		{name: "mysql serverId above uint32", obj: pipeline(edit(func(d doc) { source(d)["serverId"] = "4294967296" })),
 			errs: []want{e(field.ErrorTypeInvalid, src+".serverId")}},
-		{name: "mysql serverId above uint32", obj: pipeline(edit(func(d doc) { source(d)["serverId"] = 4294967296 })),
-			errs: []want{e(field.ErrorTypeInvalid, src+".serverId")}},
+		{name: "serverId as a YAML number", obj: pipeline(edit(func(d doc) { source(d)["serverId"] = 42 })),
+			errs: []want{e(field.ErrorTypeTypeInvalid, src+".serverId", `serverId: "1101"`)}},
 		{name: "serverId neither number nor string", obj: pipeline(edit(func(d doc) { source(d)["serverId"] = []any{1} })),
 			errs: []want{e(field.ErrorTypeTypeInvalid, src+".serverId")}},
-		{name: "postgres slot not a slot name", obj: pipeline(inline(postgresInline()), edit(func(d doc) { pg(d)["slot"] = "Urutau-PG" })),
-			errs: []want{e(field.ErrorTypeInvalid, src+".postgres.slot", "lower-case")}},
-		{name: "postgres slot longer than 63", obj: pipeline(inline(postgresInline()), edit(func(d doc) { pg(d)["slot"] = strings.Repeat("s", 64) })),
-			errs: []want{e(field.ErrorTypeInvalid, src+".postgres.slot")}},
+		{name: "postgres slotName required", obj: pipeline(inline(postgresInline()), edit(func(d doc) { delete(source(d), "slotName") })),
+			errs: []want{e(field.ErrorTypeRequired, src+".slotName")}},
+		{name: "postgres slot in the fleet's old place", obj: pipeline(inline(postgresInline()), pgBlock, edit(func(d doc) { pg(d)["slot"] = "urutau_pg" })),
+			errs: []want{e(field.ErrorTypeForbidden, src+".postgres.slot", "source.slotName")}},
+		{name: "postgres slotName not a slot name", obj: pipeline(inline(postgresInline()), edit(func(d doc) { source(d)["slotName"] = "Urutau-PG" })),
+			errs: []want{e(field.ErrorTypeInvalid, src+".slotName", "lower-case")}},
+		{name: "postgres slotName longer than 63", obj: pipeline(inline(postgresInline()), edit(func(d doc) { source(d)["slotName"] = strings.Repeat("s", 64) })),
+			errs: []want{e(field.ErrorTypeInvalid, src+".slotName")}},
 		{name: "postgres block not an object", obj: pipeline(inline(postgresInline()), edit(func(d doc) { source(d)["postgres"] = "yes" })),
 			errs: []want{e(field.ErrorTypeTypeInvalid, src+".postgres")}},
+		{name: "postgres discovery with tables", obj: pipeline(inline(postgresInline()), pgBlock, edit(func(d doc) { pg(d)["discover"] = true })),
+			errs: []want{e(field.ErrorTypeForbidden, src+".postgres.discover")}},
 		{name: "tables not a list", obj: pipeline(edit(func(d doc) { d["tables"] = "raw.orders" })),
 			errs: []want{e(field.ErrorTypeTypeInvalid, inl+".tables")}},
 		{name: "duplicate table target", obj: pipeline(edit(func(d doc) { table(d, 1)["target"] = "raw.orders" })),
@@ -280,6 +319,15 @@ func badCases() []testCase {
 			errs: []want{e(field.ErrorTypeInvalid, inl+".tables[0].workers.cpu", "not a valid resource quantity")}},
 		{name: "table workers memory 1 Gi", obj: pipeline(edit(func(d doc) { workers(d, 0)["memory"] = "1 Gi" })),
 			errs: []want{e(field.ErrorTypeInvalid, inl+".tables[0].workers.memory", "no spaces")}},
+
+		// --- where source.uri and sink.uri come from (the coordinator's credential rules) ---
+		{name: "no source Secret and no source.uri", obj: pipeline(func(p *urutauv1alpha1.CDCPipeline) { p.Spec.Secrets.Source = "" }),
+			errs: []want{e(field.ErrorTypeRequired, "spec.secrets.source", src+".uri")}},
+		{name: "source Secret next to the postgres block", obj: pipeline(inline(postgresInline()), pgBlock,
+			func(p *urutauv1alpha1.CDCPipeline) { p.Spec.Secrets.Source = "pg-creds" }),
+			errs: []want{e(field.ErrorTypeForbidden, "spec.secrets.source", "source.uri together with", src+".postgres")}},
+		{name: "no catalog Secret and no sink.uri", obj: pipeline(func(p *urutauv1alpha1.CDCPipeline) { p.Spec.Secrets.Catalog = "" }),
+			errs: []want{e(field.ErrorTypeRequired, "spec.secrets.catalog", inl+".sink.uri")}},
 
 		// --- coordinator and worker ---
 		{name: "coordinator cpu 2GB", obj: pipeline(func(p *urutauv1alpha1.CDCPipeline) { p.Spec.Coordinator.CPU = "2GB" }),
@@ -343,19 +391,29 @@ func badCases() []testCase {
 			override(urutauv1alpha1.ClusterOverride{Clusters: []string{"west"}, Worker: &urutauv1alpha1.ResourceOverride{Memory: "1 Gi"}})),
 			errs: []want{e(field.ErrorTypeInvalid, "spec.overrides[1].worker.memory")}, warns: []string{multiWarn}},
 
-		// --- source identity unique across the hub ---
+		// --- reader identity unique across the hub ---
 		{name: "serverId used in another namespace", obj: pipeline(),
 			others: others(pipeline(named("billing", "invoices"))),
-			errs:   []want{e(field.ErrorTypeDuplicate, src+".serverId", "42 is already used by a CDCPipeline in another namespace of the hub", "pick a value")}},
-		{name: "serverId used as a string with leading zero", obj: pipeline(),
+			errs:   []want{e(field.ErrorTypeDuplicate, src+".serverId", "another namespace of the hub", "set a source.serverId")}},
+		{name: "serverId used with leading zeros", obj: pipeline(),
 			others: others(pipeline(named("billing", "invoices"), edit(func(d doc) { source(d)["serverId"] = "042" }))),
 			errs:   []want{e(field.ErrorTypeDuplicate, src+".serverId", "another namespace of the hub")}},
 		{name: "serverId used by two others in other namespaces", obj: pipeline(),
 			others: others(pipeline(named("b", "two")), pipeline(named("a", "one"))),
 			errs:   []want{e(field.ErrorTypeDuplicate, src+".serverId", "another namespace of the hub")}},
-		{name: "postgres slot used in another namespace", obj: pipeline(inline(postgresInline())),
-			others: others(pipeline(named("analytics", "pg-copy"), inline(postgresInline()), edit(func(d doc) { pg(d)["publication"] = "other" }))),
-			errs:   []want{e(field.ErrorTypeDuplicate, src+".postgres.slot", "another namespace of the hub", "pick a value")}},
+		{name: "two mysql pipelines on the default serverId", obj: pipeline(edit(func(d doc) { delete(source(d), "serverId") })),
+			others: others(pipeline(named("billing", "invoices"), edit(func(d doc) { delete(source(d), "serverId") }))),
+			errs:   []want{e(field.ErrorTypeDuplicate, src+".serverId", `"1101"`, "another namespace of the hub", "default 1101")},
+			warns:  []string{"serverId is not set"}},
+		{name: "an explicit 1101 meets the default", obj: pipeline(edit(func(d doc) { source(d)["serverId"] = "1101" })),
+			others: others(pipeline(named("billing", "invoices"), edit(func(d doc) { delete(source(d), "serverId") }))),
+			errs:   []want{e(field.ErrorTypeDuplicate, src+".serverId", "another namespace of the hub")}},
+		{name: "postgres slotName used in another namespace", obj: pipeline(inline(postgresInline())),
+			others: others(pipeline(named("analytics", "pg-copy"), inline(postgresInline()), edit(func(d doc) { d["pipeline"] = "copy" }))),
+			errs:   []want{e(field.ErrorTypeDuplicate, src+".slotName", "another namespace of the hub", "pick a source.slotName")}},
+		{name: "kafka groupId used in another namespace", obj: pipeline(inline(kafkaInline()), edit(func(d doc) { source(d)["groupId"] = "clicks" })),
+			others: others(pipeline(named("web", "clicks"), inline(kafkaInline()), edit(func(d doc) { source(d)["groupId"] = "clicks" }))),
+			errs:   []want{e(field.ErrorTypeDuplicate, src+".groupId", "another namespace of the hub", "pick a source.groupId")}},
 		{name: "same name in another namespace is another pipeline", obj: pipeline(),
 			others: others(pipeline(named("staging", "orders"))),
 			errs:   []want{e(field.ErrorTypeDuplicate, src+".serverId", "another namespace of the hub")}},
@@ -370,15 +428,14 @@ func badCases() []testCase {
 			obj: pipeline(inline(postgresInline()), change), errs: errs}
 	}
 	bad = append(bad,
-		upd("serverId changed", edit(func(d doc) { source(d)["serverId"] = 43 })),
-		upd("source kind changed", edit(func(d doc) { source(d)["kind"] = "kafka" })),
+		upd("serverId changed", edit(func(d doc) { source(d)["serverId"] = "43" })),
+		upd("source kind changed", edit(func(d doc) { source(d)["kind"] = "kafka"; source(d)["partitionedByPrimaryKey"] = true })),
 		upd("pipeline renamed", edit(func(d doc) { d["pipeline"] = "shop2" })),
-		upd("sink type changed", edit(func(d doc) { sink(d)["type"] = "kafka" })),
+		upd("sink type changed", edit(func(d doc) { sink(d)["type"] = "clickhouse" })),
 		upd("sink warehouse changed", edit(func(d doc) { sink(d)["warehouse"] = "s3://lake/other" })),
-		upd("serverId removed", edit(func(d doc) { delete(source(d), "serverId") })),
-		pgUpd("postgres slot changed", edit(func(d doc) { pg(d)["slot"] = "urutau_pg2" })),
-		pgUpd("postgres slot removed", edit(func(d doc) { delete(pg(d), "slot") })),
-		pgUpd("postgres publication changed", edit(func(d doc) { pg(d)["publication"] = "all_tables" })),
+		upd("serverId removed (back to the default)", edit(func(d doc) { delete(source(d), "serverId") })),
+		pgUpd("postgres slotName changed", edit(func(d doc) { source(d)["slotName"] = "urutau_pg2" })),
+		pgUpd("postgres slotName removed", edit(func(d doc) { delete(source(d), "slotName") })),
 		upd("mysql to postgres", inline(postgresInline())),
 		upd("becomes invalid: quantity", func(p *urutauv1alpha1.CDCPipeline) { p.Spec.Worker.CPU = "2GB" }),
 		upd("switches to an image definition", func(p *urutauv1alpha1.CDCPipeline) {
@@ -400,24 +457,20 @@ func badCases() []testCase {
 	setErrs("pipeline renamed", e(field.ErrorTypeInvalid, inl+".pipeline", "worker StatefulSet", "create a new CDCPipeline"))
 	setErrs("sink type changed", e(field.ErrorTypeInvalid, inl+".sink.type", "create a new CDCPipeline"))
 	setErrs("sink warehouse changed", e(field.ErrorTypeInvalid, inl+".sink.warehouse", "create a new CDCPipeline"))
-	setErrs("serverId removed", e(field.ErrorTypeInvalid, src+".serverId", `was "42"`))
-	setErrs("postgres slot changed", e(field.ErrorTypeInvalid, src+".postgres.slot", `was "urutau_pg"`, "WAL", "create a new CDCPipeline"))
-	setErrs("postgres slot removed", e(field.ErrorTypeInvalid, src+".postgres.slot"))
+	setErrs("serverId removed (back to the default)", e(field.ErrorTypeInvalid, src+".serverId", `was "42"`, "default 1101"))
+	setErrs("postgres slotName changed", e(field.ErrorTypeInvalid, src+".slotName", `was "urutau_pg"`, "WAL", "create a new CDCPipeline"))
+	setErrs("postgres slotName removed", e(field.ErrorTypeRequired, src+".slotName"))
 	for i := range bad {
 		switch bad[i].name {
-		case "update: serverId removed":
+		case "update: serverId removed (back to the default)":
 			bad[i].warns = []string{"serverId is not set"}
-		case "update: postgres slot removed":
-			bad[i].warns = []string{"postgres.slot is not set"}
+		case "update: source kind changed":
+			bad[i].warns = []string{"groupId is not set"}
 		}
 	}
-	setErrs("postgres publication changed", e(field.ErrorTypeInvalid, src+".postgres.publication", "create a new CDCPipeline"))
 	setErrs("mysql to postgres",
 		e(field.ErrorTypeInvalid, inl+".pipeline"),
 		e(field.ErrorTypeInvalid, src+".kind"),
-		e(field.ErrorTypeInvalid, src+".serverId"),
-		e(field.ErrorTypeInvalid, src+".postgres.slot"),
-		e(field.ErrorTypeInvalid, src+".postgres.publication"),
 		e(field.ErrorTypeInvalid, inl+".sink.type"),
 		e(field.ErrorTypeInvalid, inl+".sink.warehouse"),
 	)
@@ -440,14 +493,22 @@ func badCases() []testCase {
 func goodCases() []testCase {
 	return []testCase{
 		{name: "mysql on one member", obj: pipeline()},
-		{name: "serverId written as a string", obj: pipeline(edit(func(d doc) { source(d)["serverId"] = "42" }))},
-		{name: "postgres with slot and publication", obj: pipeline(inline(postgresInline()))},
-		{name: "postgres without slot warns", obj: pipeline(inline(postgresInline()), edit(func(d doc) { delete(pg(d), "slot") })),
-			warns: []string{"postgres.slot is not set"}},
+		{name: "serverId with leading zeros", obj: pipeline(edit(func(d doc) { source(d)["serverId"] = "0042" }))},
+		{name: "postgres with slotName", obj: pipeline(inline(postgresInline()))},
 		{name: "mysql without serverId warns", obj: pipeline(edit(func(d doc) { delete(source(d), "serverId") })),
-			warns: []string{"serverId is not set"}},
-		{name: "kafka source", obj: pipeline(inline(doc{"pipeline": "k", "source": doc{"kind": "kafka"}, "sink": doc{"type": "iceberg"}}))},
-		{name: "postgres discovery, no tables", obj: pipeline(inline(postgresInline()), edit(func(d doc) { pg(d)["discover"] = true; delete(d, "tables") }))},
+			warns: []string{"serverId is not set: the coordinator replicates as its default server id 1101"}},
+		{name: "kafka without groupId warns", obj: pipeline(inline(kafkaInline())), warns: []string{"groupId is not set"}},
+		{name: "kafka with groupId", obj: pipeline(inline(kafkaInline()), edit(func(d doc) { source(d)["groupId"] = "clicks" }))},
+		{name: "no sink.type: the default iceberg+rest", obj: pipeline(edit(func(d doc) { delete(sink(d), "type") }))},
+		{name: "urutau's advisory warnings", obj: pipeline(edit(func(d doc) {
+			table(d, 0)["metadata"] = []any{doc{"from": "op", "as": "_op"}}
+		})), warns: []string{"tables[0].metadata[0]: in upsert mode a delete removes the row"}},
+		{name: "postgres discovery, no tables", obj: pipeline(inline(postgresInline()), pgBlock, edit(func(d doc) { pg(d)["discover"] = true; delete(d, "tables") }))},
+		{name: "source and sink uri inline, no Secrets", obj: pipeline(func(p *urutauv1alpha1.CDCPipeline) { p.Spec.Secrets = urutauv1alpha1.Secrets{} },
+			edit(func(d doc) {
+				source(d)["uri"] = "mysql://repl@db/shop"
+				sink(d)["uri"] = "http://polaris:8181/api/catalog"
+			}))},
 		{name: "placed nowhere", obj: pipeline(clusters())},
 		{name: "name of exactly 40", obj: pipeline(named("shop", strings.Repeat("a", 40)))},
 		{name: "quantities in every notation", obj: pipeline(func(p *urutauv1alpha1.CDCPipeline) {
@@ -459,7 +520,7 @@ func goodCases() []testCase {
 			p.Spec.Worker.Memory, p.Spec.Worker.MemoryOverhead = "1E", "1Ei"
 		})},
 		{name: "two members warn about the source Secret", obj: pipeline(clusters("east", "west")),
-			warns: []string{multiWarn + ": each member runs its own coordinator with the same source identity (serverId 42), so the source Secret \"shop-db\""}},
+			warns: []string{multiWarn + ": each member runs its own coordinator with the same source identity (mysql serverId 42), so the source Secret \"shop-db\""}},
 		{name: "selector warns, and an override outside the names is a warning", obj: pipeline(
 			clusters("east"),
 			selector(&metav1.LabelSelector{MatchLabels: map[string]string{"region": "eu"}}),
@@ -470,9 +531,11 @@ func goodCases() []testCase {
 		})), warns: []string{multiWarn}},
 		{name: "other pipeline is this one", obj: pipeline(), others: others(pipeline())},
 		{name: "other pipeline with the serverId is being deleted", obj: pipeline(), others: others(pipeline(named("billing", "invoices"), deleting))},
-		{name: "other pipeline with another serverId", obj: pipeline(), others: others(pipeline(named("billing", "invoices"), edit(func(d doc) { source(d)["serverId"] = 7 })))},
+		{name: "other pipeline with another serverId", obj: pipeline(), others: others(pipeline(named("billing", "invoices"), edit(func(d doc) { source(d)["serverId"] = "7" })))},
 		{name: "other pipeline does not parse", obj: pipeline(), others: others(pipeline(named("billing", "broken"), inlineRaw(`{"source": 1}`)))},
 		{name: "postgres next to a mysql pipeline", obj: pipeline(inline(postgresInline())), others: others(pipeline(named("billing", "invoices")))},
+		{name: "a postgres serverId is no MySQL identity", obj: pipeline(inline(postgresInline()), edit(func(d doc) { source(d)["serverId"] = "42" })),
+			others: others(pipeline(named("billing", "invoices")))},
 
 		// UPDATE: everything but the identity, the pipeline name and the sink stays mutable.
 		{name: "update: placement, overrides, image, logLevel, resources, tables", old: pipeline(), obj: pipeline(
@@ -484,26 +547,31 @@ func goodCases() []testCase {
 				p.Spec.Secrets.Source = "shop-db-v2"
 			},
 			edit(func(d doc) {
-				d["tables"] = []any{doc{"target": "raw.payments", "workers": doc{"number": 3, "cpu": "1"}}}
-				source(d)["snapshotUri"] = "s3://snap"
+				d["tables"] = []any{doc{"source": "shop.payments", "target": "raw.payments", "primaryKey": []any{"id"}, "workers": doc{"number": 3, "cpu": "1"}}}
+				source(d)["snapshotUri"] = "mysql://reader@replica/shop"
 			}),
 		)},
-		{name: "update: serverId 42 written as \"42\"", old: pipeline(), obj: pipeline(edit(func(d doc) { source(d)["serverId"] = "42" }))},
-		{name: "update: postgres ssh and discover", old: pipeline(inline(postgresInline())),
-			obj: pipeline(inline(postgresInline()), edit(func(d doc) { delete(pg(d), "ssh"); pg(d)["discover"] = true }))},
+		{name: "update: serverId 42 written as 042", old: pipeline(), obj: pipeline(edit(func(d doc) { source(d)["serverId"] = "042" }))},
+		{name: "update: an unset serverId written as the default", old: pipeline(edit(func(d doc) { delete(source(d), "serverId") })),
+			obj: pipeline(edit(func(d doc) { source(d)["serverId"] = "1101" }))},
+		{name: "update: sink.type written as its default", old: pipeline(edit(func(d doc) { delete(sink(d), "type") })), obj: pipeline()},
+		{name: "update: postgres ssh and discover", old: pipeline(inline(postgresInline()), pgBlock),
+			obj: pipeline(inline(postgresInline()), pgBlock, edit(func(d doc) { delete(pg(d), "ssh"); pg(d)["discover"] = true; delete(d, "tables") }))},
 		{name: "update: metadata only on an object the rules now reject", old: pipeline(func(p *urutauv1alpha1.CDCPipeline) { p.Spec.Worker.CPU = "2GB" }),
 			obj: pipeline(func(p *urutauv1alpha1.CDCPipeline) {
 				p.Spec.Worker.CPU = "2GB"
 				p.Finalizers = []string{urutauv1alpha1.Finalizer}
 			})},
 		{name: "update: anything while being deleted", old: pipeline(deleting),
-			obj: pipeline(deleting, edit(func(d doc) { source(d)["serverId"] = 43 }), func(p *urutauv1alpha1.CDCPipeline) { p.Finalizers = nil })},
+			obj: pipeline(deleting, edit(func(d doc) { source(d)["serverId"] = "43" }), func(p *urutauv1alpha1.CDCPipeline) { p.Finalizers = nil })},
 		{name: "update: spec unchanged although a duplicate exists", old: pipeline(), obj: pipeline(func(p *urutauv1alpha1.CDCPipeline) { p.Labels = map[string]string{"a": "b"} }),
 			others: others(pipeline(named("billing", "invoices")))},
 		{name: "update: mutable change although a duplicate exists (identity unchanged)", old: pipeline(), obj: pipeline(clusters("west")),
 			others: others(pipeline(named("billing", "invoices")))},
 		{name: "update: old definition did not parse, new one is free to set the identity", old: pipeline(inlineRaw(`{"pipeline": 1}`)),
-			obj: pipeline(edit(func(d doc) { source(d)["serverId"] = 99 })), others: others(pipeline(named("billing", "invoices")))},
+			obj: pipeline(edit(func(d doc) { source(d)["serverId"] = "99" })), others: others(pipeline(named("billing", "invoices")))},
+		{name: "update: the fleet's old dialect can be fixed in place", old: pipeline(edit(func(d doc) { source(d)["serverId"] = 42 })),
+			obj: pipeline(edit(func(d doc) { source(d)["serverId"] = "43" }))},
 	}
 }
 
@@ -631,7 +699,7 @@ func TestUniquenessListsAllNamespacesLive(t *testing.T) {
 	// Nothing to compare: no List.
 	r = &listReader{}
 	v = &CDCPipelineValidator{Client: r}
-	if _, err := v.ValidateCreate(t.Context(), pipeline(inline(doc{"pipeline": "k", "source": doc{"kind": "kafka"}, "sink": doc{"type": "kafka"}}))); err != nil {
+	if _, err := v.ValidateCreate(t.Context(), pipeline(inline(kafkaInline()))); err != nil {
 		t.Fatal(err)
 	}
 	if r.lists != 0 {
@@ -692,7 +760,7 @@ func TestPureFunctions(t *testing.T) {
 	if len(errs) != 0 || len(warns) != 1 {
 		t.Errorf("ValidateSpec: %v, %v", errs, warns)
 	}
-	if errs := ValidateUpdate(pipeline(), pipeline(edit(func(d doc) { source(d)["serverId"] = 1 }))); len(errs) != 1 || errs[0].Field != src+".serverId" {
+	if errs := ValidateUpdate(pipeline(), pipeline(edit(func(d doc) { source(d)["serverId"] = "1" }))); len(errs) != 1 || errs[0].Field != src+".serverId" {
 		t.Errorf("ValidateUpdate: %v", errs)
 	}
 	if errs := validateUniqueness(pipeline(), others(pipeline(named("x", "y")))); len(errs) != 1 || errs[0].Type != field.ErrorTypeDuplicate {

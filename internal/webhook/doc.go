@@ -18,14 +18,22 @@
 //
 // Kept from the single-cluster webhook: exactly one of definition.image, definition.s3 or a
 // non-empty definition.inline; image and s3 are rejected as not implemented (use inline); the
-// inline definition parses (internal/spec.Parse) with a known source kind and sink type, the
-// supported values listed in the message; snapshot chunkSize and maxParallelChunks >= 0; every
-// cpu/memory quantity parses (coordinator, worker, tables[].workers, overrides), and is not
-// negative, at most 64 characters long and with a decimal exponent within ±64 (checked before
-// parsing: resource.ParseQuantity's cost grows with the exponent, 1e-999999999 takes a minute of
-// CPU). Added: metadata.name at most 40 characters (also CEL in the CRD); a MySQL serverId,
-// when set, is a number 1..4294967295; a Postgres slot name, when set, is a valid Postgres slot
-// name (lower-case letters, digits, underscore, at most 63).
+// inline definition is urutau's own dialect, read by internal/spec.Parse exactly as the urutau
+// coordinator loads it (its fields and types, unknown fields refused, the default sink
+// iceberg+rest) and checked with every rule of the coordinator's Validate that needs no
+// credentials, then against the registered source kinds (kafka, mysql, postgres) and sink types
+// (clickhouse, couchbase, iceberg+rest), each error under its field path; snapshot chunkSize and
+// maxParallelChunks >= 0; every cpu/memory quantity parses (coordinator, worker, tables[].workers,
+// overrides), and is not negative, at most 64 characters long and with a decimal exponent within
+// ±64 (checked before parsing: resource.ParseQuantity's cost grows with the exponent,
+// 1e-999999999 takes a minute of CPU). urutau's advisory rules (Spec.Warnings) become admission
+// warnings. Added: metadata.name at most 40 characters (also CEL in the CRD); values urutau
+// accepts but the source database refuses: a MySQL serverId of 0, a Postgres slotName that is not a
+// slot name (lower-case letters, digits, underscore, at most 63); and the coordinator's credential
+// rules as far as the spec decides them (the coordinator fills an empty source.uri and sink.uri
+// from the uri of spec.secrets.source and spec.secrets.catalog): a source (the Secret,
+// source.uri or source.postgres) and a sink (the Secret or sink.uri) must be named, and a source
+// Secret next to source.postgres is refused, as urutau refuses source.uri with the block.
 //
 // Fleet rules: placement cluster names (and the cluster names of overrides) are DNS-1123
 // subdomains, as the inventory names members after Secrets or ClusterProfiles; the clusterSelector
@@ -36,20 +44,20 @@
 // member (two names, or any selector) is warned about: every member runs its own coordinator with
 // the same source identity, so each member's source Secret must point at a different database.
 //
-// Source identity, unique across the whole hub (all namespaces): a non-empty source.serverId
-// (compared as a number when it is one, whatever the source kind, as the single-cluster webhook
-// did) and, for a postgres source, source.postgres.slot. The message names the other pipeline as
-// namespace/name when it is in the same namespace; one in another namespace is another tenant's,
-// and the message only says the value is taken there. The pipeline itself (same namespace and name) and pipelines being deleted are
-// ignored, and so are pipelines whose inline definition does not parse (they run nothing). A
-// postgres source without a slot (or a mysql source without a serverId) leaves the identity to the
-// coordinator's default, which the hub cannot see: it is admitted, as the single-cluster operator
-// admitted it, with a warning to set one. The check reads the pipelines that share an identity key
-// through a field index of the hub's cache (IdentityIndex; with --watch-namespaces, which scopes
-// that cache, it lists every pipeline live instead) on CREATE, and on UPDATE only when the
-// identity changed, which the immutability rules below allow only when the old object had no
-// parseable definition. A failed read is a rejection. Two CREATEs racing with the same identity
-// can both pass: admission is not a lock (the reconciler's lease per identity is).
+// Reader identity (spec.Inline.Identity), unique across the whole hub (all namespaces): a MySQL
+// source.serverId (compared as a number; unset, the coordinator's default 1101, so only one MySQL
+// pipeline of the hub may leave it unset), a Postgres source.slotName, a Kafka source.groupId
+// when set. Identities of different source kinds never collide. The message names the other
+// pipeline as namespace/name when it is in the same namespace; one in another namespace is another
+// tenant's, and the message only says the identity is taken there. The pipeline itself (same
+// namespace and name) and pipelines being deleted are ignored, and so are pipelines whose inline
+// definition does not parse (they run nothing). A MySQL source without serverId and a Kafka source
+// without groupId are warned about. The check reads the pipelines that share the identity through
+// a field index of the hub's cache (IdentityIndex; with --watch-namespaces, which scopes that
+// cache, it lists every pipeline live instead) on CREATE, and on UPDATE only when the identity
+// changed, which the immutability rules below allow only when the old object had no parseable
+// definition. A failed read is a rejection. Two CREATEs racing with the same identity can both
+// pass: admission is not a lock (the hub's lease per identity is).
 //
 // Limits (limits.go): spec.definition.inline at most coordinator.MaxInlineBytes, refused before
 // anything parses it.
@@ -67,19 +75,18 @@
 //   - definition.inline.pipeline: it prefixes every worker StatefulSet, Service and ConfigMap key;
 //     a new value would orphan the running workers and start new, empty ones.
 //   - definition.inline.source.kind: the replication position belongs to one kind of source.
-//   - definition.inline.source.serverId: the MySQL replica identity of the coordinator; changing it
-//     under a running stream, or onto an id another reader uses, corrupts replication.
-//   - definition.inline.source.postgres.slot (adding or removing it too): the slot holds the
-//     pipeline's position in the WAL. A new slot starts at the current WAL position, so changes
-//     in between are lost, and the old slot keeps retaining WAL on the server.
-//   - definition.inline.source.postgres.publication: it decides which changes the slot streams;
-//     swapping it under a slot silently drops or adds tables mid-stream.
-//   - definition.inline.sink.type and sink.warehouse: the pipeline continues from its replication
-//     position, so a new destination would silently miss everything written before the switch,
-//     and the old one is orphaned. A new pipeline snapshots into the new destination.
+//   - the reader identity: source.serverId of MySQL (unset and "1101" are the same value, so are
+//     "42" and "042"), source.slotName of Postgres (the slot holds the pipeline's position in the
+//     WAL; a new slot starts at the current position, so changes in between are lost, and the old
+//     slot keeps retaining WAL on the server), source.groupId of Kafka.
+//   - definition.inline.sink.type (an unset type and iceberg+rest are the same) and
+//     sink.warehouse: the pipeline continues from its replication position, so a new destination
+//     would silently miss everything written before the switch, and the old one is orphaned. A new
+//     pipeline snapshots into the new destination.
 //
-// A serverId written as 5 or "5" is the same value. Everything else stays mutable, in particular
-// placement, overrides, image, logLevel, resources, secrets, coordinator and worker tuning, tables
-// and the postgres ssh/discover settings. When the old object's inline definition is absent or does
-// not parse, nothing was running from it and no immutability rule applies.
+// Everything else stays mutable, in particular placement, overrides, image, logLevel, resources,
+// secrets, coordinator and worker tuning, tables and the rest of the source block. When the old
+// object's inline definition is absent or does not parse (for example one admitted by an older
+// hub in a dialect the coordinator refuses), nothing was running from it and no immutability rule
+// applies: the definition can be fixed in place.
 package webhook

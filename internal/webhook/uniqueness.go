@@ -11,9 +11,9 @@ import (
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
 )
 
-// IdentityIndex is the field index of CDCPipelines by source identity ("serverId:<id>",
-// "slot:<name>"): the uniqueness check reads the few pipelines that share a key instead of parsing
-// every pipeline of the hub on each admission.
+// IdentityIndex is the field index of CDCPipelines by reader identity ("<kind>/<field>/<value>",
+// e.g. mysql/serverId/1101): the uniqueness check reads the few pipelines that share it instead of
+// parsing every pipeline of the hub on each admission.
 const IdentityIndex = "urutau.io/source-identity"
 
 // IndexIdentities registers IdentityIndex with a cache (mgr.GetFieldIndexer()). The cache must
@@ -28,20 +28,13 @@ func IndexIdentities(ctx context.Context, indexer client.FieldIndexer) error {
 	})
 }
 
-// identityKeys are the index keys of p's source identity; none when it has none that parses.
+// identityKeys are the index keys of p's reader identity; none when it has none the hub can see.
 func identityKeys(p *urutauv1alpha1.CDCPipeline) []string {
 	id, ok := identityOf(p)
 	if !ok {
 		return nil
 	}
-	var keys []string
-	if id.serverID != "" {
-		keys = append(keys, "serverId:"+id.serverID)
-	}
-	if id.slot != "" {
-		keys = append(keys, "slot:"+id.slot)
-	}
-	return keys
+	return []string{id.Kind + "/" + id.Field + "/" + id.Value}
 }
 
 // uniquenessCandidates are the pipelines that may share p's identity: those the index finds under
@@ -78,7 +71,7 @@ func (v *CDCPipelineValidator) uniqueness(ctx context.Context, p *urutauv1alpha1
 	candidates, err := v.uniquenessCandidates(ctx, p)
 	if err != nil {
 		return nil, apierrors.NewInternalError(fmt.Errorf(
-			"cannot check that the source identity (serverId, Postgres slot) is unique across the hub: listing CDCPipelines in all namespaces: %w; retry, and if it persists check the webhook's RBAC (list cdcpipelines cluster-wide)", err))
+			"cannot check that the source identity (MySQL serverId, Postgres slotName, Kafka groupId) is unique across the hub: listing CDCPipelines in all namespaces: %w; retry, and if it persists check the webhook's RBAC (list cdcpipelines cluster-wide)", err))
 	}
 	var own, others []urutauv1alpha1.CDCPipeline
 	for _, o := range candidates {
@@ -90,7 +83,9 @@ func (v *CDCPipelineValidator) uniqueness(ctx context.Context, p *urutauv1alpha1
 	}
 	errs := validateUniqueness(p, own)
 	for _, e := range validateUniqueness(p, others) {
-		e.Detail = fmt.Sprintf("%v is already used by a CDCPipeline in another namespace of the hub: two readers of one replication identity corrupt each other's stream; pick a value no other pipeline uses", e.BadValue)
+		id, _ := identityOf(p)
+		e.Detail = fmt.Sprintf("%s is already used by a CDCPipeline in another namespace of the hub; two readers with one identity corrupt each other's stream: %s",
+			describeIdentity(id), uniqueAdvice[id.Kind])
 		errs = append(errs, e)
 	}
 	return errs, nil

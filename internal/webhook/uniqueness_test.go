@@ -83,10 +83,10 @@ func TestIndexedUniqueness(t *testing.T) {
 }
 
 func TestIdentityKeys(t *testing.T) {
-	if got := identityKeys(pipeline()); strings.Join(got, ",") != "serverId:42" {
+	if got := identityKeys(pipeline()); strings.Join(got, ",") != "mysql/serverId/42" {
 		t.Errorf("keys = %v", got)
 	}
-	if got := identityKeys(pipeline(inline(postgresInline()))); len(got) == 0 || !strings.HasPrefix(got[len(got)-1], "slot:") {
+	if got := identityKeys(pipeline(inline(postgresInline()))); strings.Join(got, ",") != "postgres/slotName/urutau_pg" {
 		t.Errorf("postgres keys = %v", got)
 	}
 	bad := pipeline(func(p *urutauv1alpha1.CDCPipeline) { p.Spec.Definition = urutauv1alpha1.Definition{Image: "planner:1"} })

@@ -34,7 +34,7 @@ import (
 
 // pipeline is a minimal MySQL pipeline in ns placed on the given members.
 func pipeline(ns, name string, serverID int, clusters ...string) *urutauv1alpha1.CDCPipeline {
-	inline := fmt.Sprintf(`{"pipeline":%q,"source":{"kind":"mysql","serverId":%d},"sink":{"type":"iceberg","warehouse":"s3://lake/faults"},"tables":[{"target":"raw.orders"}]}`, name, serverID)
+	inline := fmt.Sprintf(`{"pipeline":%q,"source":{"kind":"mysql","serverId":"%d"},"sink":{"type":"iceberg+rest","uri":"http://catalog.lake:8181/api/catalog","namespace":"raw","warehouse":"s3://lake/faults"},"tables":[{"source":"shop.orders","target":"raw.orders","primaryKey":["id"]}]}`, name, serverID)
 	return &urutauv1alpha1.CDCPipeline{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec: urutauv1alpha1.CDCPipelineSpec{

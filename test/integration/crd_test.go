@@ -64,7 +64,9 @@ func TestCRDRejects(t *testing.T) {
 	base := func() map[string]any {
 		return map[string]any{
 			"definition": map[string]any{"inline": map[string]any{
-				"pipeline": "p", "source": map[string]any{"kind": "mysql"}, "sink": map[string]any{"type": "iceberg"},
+				"pipeline": "p", "source": map[string]any{"kind": "mysql", "serverId": "1"},
+				"sink":   map[string]any{"type": "iceberg+rest", "namespace": "raw"},
+				"tables": []any{map[string]any{"source": "s.t", "target": "raw.t", "primaryKey": []any{"id"}}},
 			}},
 		}
 	}

@@ -35,7 +35,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
-	"github.com/urutau-io/fleet/internal/fleet"
 	"github.com/urutau-io/fleet/internal/fleet/inventory"
 	"github.com/urutau-io/fleet/internal/fleet/inventory/clusterprofile"
 	"github.com/urutau-io/fleet/internal/fleet/inventory/inventorytest"
@@ -58,8 +57,7 @@ var notYetUsed = map[string]string{
 // TestShippedRBAC runs the hub binary on a real API server with exactly the RBAC config/hub/self-signed
 // ships, as its own ServiceAccount, through every path that touches the hub cluster: both member
 // providers, leader election, the self-signed certificate, admission (tenancy, uniqueness), a
-// placement, deletion with cleanup, a tombstone written and replayed, and the authenticated
-// metrics endpoint. The API server's audit log then says what the hub did: it must never have
+// placement under its ReaderLease, deletion with cleanup, and the authenticated metrics endpoint. The API server's audit log then says what the hub did: it must never have
 // been refused (the code needs nothing that is not shipped), and every verb shipped must have
 // been used (nothing is shipped that the code does not need), but for notYetUsed.
 func TestShippedRBAC(t *testing.T) {
@@ -271,7 +269,7 @@ func installShipped(t *testing.T, c client.Client, webhookPort int) []right {
 }
 
 // prepareFleet: a namespace for pipelines on the hub and in the member, an open PlacementPolicy,
-// the member's Secret, and one for a member that does not answer.
+// and the member's Secret.
 func prepareFleet(t *testing.T, c client.Client, member *testenv.Cluster) {
 	t.Helper()
 	ctx := t.Context()
@@ -286,11 +284,6 @@ func prepareFleet(t *testing.T, c client.Client, member *testenv.Cluster) {
 		t.Fatal(err)
 	}
 	mustDo(t, c.Create(ctx, inventory.NewKubeconfigSecret(hubNS, "member-a", kc, nil, nil)))
-	gone, err := repoint(kc, "https://127.0.0.1:1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	mustDo(t, c.Create(ctx, inventory.NewKubeconfigSecret(hubNS, "member-gone", gone, nil, nil)))
 }
 
 // hubKubeconfig is a kubeconfig with a token of the hub's ServiceAccount.
@@ -343,7 +336,7 @@ func startHubProcess(t *testing.T, bin, work, provider, kubeconfig string, webho
 		"--leader-elect=true", "--webhook-self-signed", fmt.Sprintf("--webhook-port=%d", webhookPort),
 		"--webhook-cert-dir="+filepath.Join(work, "certs-"+provider), "--webhook-cert-hosts=127.0.0.1",
 		"--metrics-bind-address="+metrics, "--health-probe-bind-address=0",
-		"--tombstone-grace=2s", "--member-timeout=2s")
+		"--member-timeout=2s")
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	mustDo(t, cmd.Start())
 	h := &hubProcess{cmd: cmd, done: make(chan error, 1), log: logPath}
@@ -387,45 +380,30 @@ func exercise(t *testing.T, c client.Client, member *testenv.Cluster, metricsPor
 	waitFor(t, 60*time.Second, "the webhook admits a pipeline", func() error { return c.Create(ctx, p) })
 	waitFor(t, 60*time.Second, "orders applied to member-a", func() error { return memberPhase(ctx, c, p, "member-a", urutauv1alpha1.ClusterApplied) })
 
-	// A pipeline on a member that does not answer: deleting it writes a tombstone, which is
-	// replayed (and removed) once that member answers.
-	q := rbacPipeline("stale", 7002, "member-gone")
-	mustDo(t, c.Create(ctx, q))
-	waitFor(t, 60*time.Second, "stale in member-gone's inventory", func() error {
+	waitFor(t, 30*time.Second, "orders' ReaderLease", func() error {
 		got := &urutauv1alpha1.CDCPipeline{}
-		if err := c.Get(ctx, client.ObjectKeyFromObject(q), got); err != nil {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(p), got); err != nil {
 			return err
 		}
-		if !slices.Contains(got.Status.Inventory, "member-gone") {
-			return fmt.Errorf("inventory %v", got.Status.Inventory)
+		if got.Status.ReaderLease == "" {
+			return fmt.Errorf("no status.readerLease yet")
 		}
-		return nil
-	})
-	mustDo(t, c.Get(ctx, client.ObjectKeyFromObject(q), q))
-	mustDo(t, c.Delete(ctx, q))
-	tomb := client.ObjectKey{Namespace: hubNS, Name: fleet.TombstoneName(q.UID, "member-gone")}
-	waitFor(t, 60*time.Second, "a tombstone for member-gone", func() error { return c.Get(ctx, tomb, &corev1.ConfigMap{}) })
-	kc, err := member.Kubeconfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	gone := &corev1.Secret{}
-	mustDo(t, c.Get(ctx, client.ObjectKey{Namespace: hubNS, Name: "member-gone"}, gone))
-	gone.Data[inventory.KubeconfigSecretKey] = kc
-	mustDo(t, c.Update(ctx, gone))
-	waitFor(t, 90*time.Second, "the tombstone replayed and removed", func() error {
-		if err := c.Get(ctx, tomb, &corev1.ConfigMap{}); err == nil {
-			return fmt.Errorf("tombstone %s still there", tomb.Name)
-		}
-		return nil
+		return c.Get(ctx, client.ObjectKey{Namespace: hubNS, Name: got.Status.ReaderLease}, &urutauv1alpha1.ReaderLease{})
 	})
 
 	checkMetricsEndpoint(t, c, metricsPort)
 
 	mustDo(t, c.Delete(ctx, p))
-	waitFor(t, 60*time.Second, "orders deleted", func() error {
+	waitFor(t, 60*time.Second, "orders deleted, and its ReaderLease", func() error {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(p), &urutauv1alpha1.CDCPipeline{}); err == nil {
-			return fmt.Errorf("still there")
+			return fmt.Errorf("orders still there")
+		}
+		var leases urutauv1alpha1.ReaderLeaseList
+		if err := c.List(ctx, &leases, client.InNamespace(hubNS)); err != nil {
+			return err
+		}
+		if len(leases.Items) > 0 {
+			return fmt.Errorf("%d ReaderLeases left", len(leases.Items))
 		}
 		return nil
 	})
@@ -566,17 +544,6 @@ func buildHub(t *testing.T, work string) string {
 		t.Fatalf("go build ./cmd/hub: %v\n%s", err, out)
 	}
 	return bin
-}
-
-func repoint(kc []byte, server string) ([]byte, error) {
-	cfg, err := clientcmd.Load(kc)
-	if err != nil {
-		return nil, err
-	}
-	for _, c := range cfg.Clusters {
-		c.Server = server
-	}
-	return clientcmd.Write(*cfg)
 }
 
 func freePort(t *testing.T) int {

@@ -103,7 +103,7 @@ func spokeAllowed(ns string) []access {
 	}
 	return append(allowed,
 		access{"get", "", "secrets", ns, ""},
-		access{"list", "", "pods", ns, ""}, access{"watch", "", "pods", ns, ""},
+		access{"list", "", "pods", ns, ""},
 		access{"get", "", "namespaces", ns, ns},
 		access{"get", "", "namespaces", "", "kube-system"},
 		// Held only to grant the coordinator Role (RBAC forbids granting what one does not hold).
@@ -127,7 +127,7 @@ func spokeDenied() []access {
 		{"escalate", "rbac.authorization.k8s.io", "roles", "shop", ""}, {"bind", "rbac.authorization.k8s.io", "roles", "shop", ""},
 		{"bind", "rbac.authorization.k8s.io", "clusterroles", "shop", ""}, {"create", "rbac.authorization.k8s.io", "clusterroles", "", ""},
 		{"create", "rbac.authorization.k8s.io", "clusterrolebindings", "", ""},
-		{"update", "rbac.authorization.k8s.io", "roles", "shop", ""}, {"patch", "", "pods", "shop", ""},
+		{"update", "rbac.authorization.k8s.io", "roles", "shop", ""}, {"patch", "", "pods", "shop", ""}, {"watch", "", "pods", "shop", ""},
 		{"get", "urutau.io", "cdcpipelines", "shop", ""}, {"update", "keda.sh", "scaledobjects", "shop", ""},
 		{"create", "", "serviceaccounts/token", "shop", ""}, {"create", "", "pods/exec", "shop", ""},
 		// Cluster-wide, no pods and no Secrets.

@@ -43,7 +43,7 @@ func (in SpecInput) b() string { return in.MemberNames[1] }
 
 // pipeline is a minimal MySQL pipeline placed on the given members.
 func pipeline(in SpecInput, name string, serverID int, clusters ...string) *urutauv1alpha1.CDCPipeline {
-	inline := fmt.Sprintf(`{"pipeline":%q,"source":{"kind":"mysql","serverId":%d},"sink":{"type":"iceberg","warehouse":"s3://lake/e2e"},"tables":[{"target":"raw.orders"}]}`, name, serverID)
+	inline := fmt.Sprintf(`{"pipeline":%q,"source":{"kind":"mysql","serverId":"%d"},"sink":{"type":"iceberg+rest","uri":"http://catalog.lake:8181/api/catalog","namespace":"raw","warehouse":"s3://lake/e2e"},"tables":[{"source":"shop.orders","target":"raw.orders","primaryKey":["id"]}]}`, name, serverID)
 	return &urutauv1alpha1.CDCPipeline{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: in.Namespace},
 		Spec: urutauv1alpha1.CDCPipelineSpec{

@@ -10,6 +10,7 @@ package inventory
 import (
 	"context"
 
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -19,6 +20,9 @@ type Member struct {
 	Name        string
 	Labels      map[string]string
 	Annotations map[string]string
+	// Namespace and UID identify the entry object on the hub (events about the member go there).
+	Namespace string
+	UID       types.UID
 }
 
 // Inventory lists member clusters.

@@ -84,7 +84,7 @@ func NewKubeconfigSecret(namespace, name string, kubeconfig []byte, labels, anno
 }
 
 func memberOf(meta *metav1.ObjectMeta) Member {
-	return Member{Name: meta.Name, Labels: meta.Labels, Annotations: meta.Annotations}
+	return Member{Name: meta.Name, Labels: meta.Labels, Annotations: meta.Annotations, Namespace: meta.Namespace, UID: meta.UID}
 }
 
 func sortMembers(members []Member) {

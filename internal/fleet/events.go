@@ -1,0 +1,90 @@
+package fleet
+
+import (
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/util/sets"
+
+	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
+)
+
+// Event reasons on the CDCPipeline. The first three are the single-cluster operator's.
+const (
+	EventInvalidSpec         = "InvalidSpec"
+	EventSecretNotReady      = "SecretNotReady"
+	EventInvalidSecret       = "InvalidSecret"
+	EventApplied             = "Applied"
+	EventClusterUnreachable  = "ClusterUnreachable"
+	EventApplyFailed         = "ApplyFailed"
+	EventRemoved             = "RemovedFromCluster"
+	EventMoveBlocked         = "MoveBlocked"
+	EventTombstoned          = "Tombstoned"
+	EventTerminationCleared  = "TerminationCleared"
+	EventTerminated          = "Terminated"
+	EventConfirmedGone       = "ClusterConfirmedGone"
+	EventConfirmationIgnored = "ConfirmationIgnored"
+	EventWaitingForReader    = "WaitingForReader"
+	EventClusterIdentity     = "ClusterIdentityChanged"
+	EventClusterDeregistered = "ClusterDeregistered"
+	EventOrphansFound        = "OrphansFound"
+	EventOrphansDeleted      = "OrphansDeleted"
+	EventTombstoneReplayed   = "TombstoneReplayed"
+)
+
+// emitEvents reports what changed: writes, members whose state is new, and conditions that
+// appeared.
+func (r *CoordinatorReconciler) emitEvents(p, orig *urutauv1alpha1.CDCPipeline, results map[string]memberResult, pl *placement) {
+	prev := map[string]urutauv1alpha1.ClusterStatus{}
+	for _, c := range orig.Status.Clusters {
+		prev[c.Name] = c
+	}
+	// One Applied event per reconcile, naming every member written: events of one object with
+	// the same reason and action are merged by client-go into a series that keeps the first
+	// note only, and concurrent ones race.
+	var applied []string
+	for _, m := range sortedKeys(results) {
+		res := results[m]
+		if res.wrote > 0 {
+			applied = append(applied, fmt.Sprintf("%d object(s) to cluster %q with field manager %q", res.wrote, m, FieldManagerFor(r.FieldManager, m)))
+		}
+		if c, ok := prev[m]; res.eventReason != "" && (!ok || c.Phase != res.obs.Phase || c.Message != res.obs.Message) {
+			r.event(p, corev1.EventTypeWarning, res.eventReason, "Apply", "cluster %q: %s", m, res.eventMessage)
+		}
+	}
+	if len(applied) > 0 {
+		r.event(p, corev1.EventTypeNormal, EventApplied, "Apply", "applied %s", strings.Join(applied, "; "))
+	}
+	for _, m := range pl.decision.Dropped {
+		r.event(p, corev1.EventTypeNormal, EventRemoved, "Move", "removed from cluster %q, which the placement no longer selects", m)
+	}
+	r.eventOnNewCondition(p, orig, ConditionMoveBlocked, corev1.EventTypeWarning, EventMoveBlocked, "Move")
+	r.eventOnNewCondition(p, orig, ConditionClusterIdentityChanged, corev1.EventTypeWarning, EventClusterIdentity, "Place")
+	r.eventOnNewCondition(p, orig, ConditionClustersDeregistered, corev1.EventTypeWarning, EventClusterDeregistered, "Place")
+	if c := meta.FindStatusCondition(p.Status.Conditions, ConditionReaderLease); c != nil && c.Reason != ReasonLeaseHeld {
+		if o := meta.FindStatusCondition(orig.Status.Conditions, ConditionReaderLease); o == nil || o.Reason != c.Reason {
+			r.event(p, corev1.EventTypeWarning, EventWaitingForReader, "Place", "%s", c.Message)
+		}
+	}
+}
+
+// eventOnNewCondition emits an event with the condition's message when t appears.
+func (r *CoordinatorReconciler) eventOnNewCondition(p, orig *urutauv1alpha1.CDCPipeline, t, eventType, reason, action string) {
+	c := meta.FindStatusCondition(p.Status.Conditions, t)
+	if c == nil || meta.FindStatusCondition(orig.Status.Conditions, t) != nil {
+		return
+	}
+	r.event(p, eventType, reason, action, "%s", c.Message)
+}
+
+func (r *CoordinatorReconciler) event(p *urutauv1alpha1.CDCPipeline, eventType, reason, action, note string, args ...any) {
+	if r.Recorder == nil {
+		return
+	}
+	r.Recorder.Eventf(p, nil, eventType, reason, action, note, args...)
+}
+
+// joinNames joins member names for messages.
+func joinNames(s []string) string { return strings.Join(sets.List(sets.New(s...)), ", ") }

@@ -1,0 +1,112 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+
+	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
+)
+
+// gate stops a reconcile that must write nothing to any member, and writes the status that says
+// why: a termination in force (set by a person, or here for a spec that cannot render), or a
+// source identity that changed while another identity's lease still records the pipeline. A
+// termination the spec moved past is cleared, and the reconcile goes on.
+func (r *CoordinatorReconciler) gate(ctx context.Context, p *urutauv1alpha1.CDCPipeline, w *world) (stop bool, err error) {
+	if t := p.Status.Terminated; t != nil && t.ObservedGeneration != 0 && p.Generation > t.ObservedGeneration {
+		if err := r.clearTermination(ctx, p); err != nil {
+			return true, err
+		}
+	}
+	switch {
+	case p.Status.Terminated == nil && w.specErr != nil:
+		t := &urutauv1alpha1.Terminated{Reason: urutauv1alpha1.ReasonInvalidSpec, Message: w.specErr.Error()}
+		return true, r.terminate(ctx, p, w, t, EventInvalidSpec)
+	case p.Status.Terminated != nil:
+		return true, r.showTerminated(ctx, p, p.DeepCopy(), w)
+	case len(w.elsewhere) > 0:
+		return true, r.showSourceChanged(ctx, p, w)
+	}
+	return false, nil
+}
+
+// clearTermination removes a termination the spec moved past (the single-cluster operator's
+// rule, its issue #248).
+func (r *CoordinatorReconciler) clearTermination(ctx context.Context, p *urutauv1alpha1.CDCPipeline) error {
+	t := p.Status.Terminated
+	orig := p.DeepCopy()
+	p.Status.Terminated = nil
+	if err := r.patchStatus(ctx, orig, p, true); err != nil {
+		return err
+	}
+	r.event(p, corev1.EventTypeNormal, EventTerminationCleared, "Reconcile",
+		"the spec changed (generation %d > %d): termination %q cleared", p.Generation, t.ObservedGeneration, t.Reason)
+	return nil
+}
+
+// terminate records a hub-side termination and reports it.
+func (r *CoordinatorReconciler) terminate(ctx context.Context, p *urutauv1alpha1.CDCPipeline, w *world, t *urutauv1alpha1.Terminated, reason string) error {
+	t.At = nowRFC3339()
+	t.ObservedGeneration = p.Generation
+	r.event(p, corev1.EventTypeWarning, reason, "Reconcile", "%s", t.Message)
+	orig := p.DeepCopy()
+	p.Status.Terminated = t
+	return r.showTerminated(ctx, p, orig, w)
+}
+
+// showTerminated writes the status of a terminated pipeline (hub writes only); orig is the
+// pipeline as read, for the status patch.
+func (r *CoordinatorReconciler) showTerminated(ctx context.Context, p, orig *urutauv1alpha1.CDCPipeline, w *world) error {
+	nt := p.Status.Terminated.DeepCopy()
+	if nt.ObservedGeneration == 0 {
+		// A person set it without a generation: it applies to the current one. Said once, when
+		// the hub first sees it (hub-set terminations have their own event).
+		nt.ObservedGeneration = p.Generation
+		r.event(p, corev1.EventTypeWarning, EventTerminated, "Reconcile",
+			"terminated (%s): no member is written until status.terminated is removed or the spec changes", nt.Reason)
+	}
+	obs := r.frozenObservation(p, w, urutauv1alpha1.ClusterTerminated,
+		"terminated: the hub writes nothing here until status.terminated is removed or the spec changes")
+	obs.Terminated = nt
+	p.Status = ComputeStatus(p.Status, obs)
+	return r.patchStatus(ctx, orig, p, false)
+}
+
+// showSourceChanged stalls a pipeline whose reader identity changed while a lease of the old one
+// still records it: running the new identity next to the old one's readers would break the
+// one-reader rule, and the old readers were never stopped.
+func (r *CoordinatorReconciler) showSourceChanged(ctx context.Context, p *urutauv1alpha1.CDCPipeline, w *world) error {
+	orig := p.DeepCopy()
+	obs := r.frozenObservation(p, w, urutauv1alpha1.ClusterPending, "the source identity changed: nothing is applied until it is changed back")
+	obs.SourceChanged = fmt.Sprintf("the source's reader identity changed while ReaderLease(s) %s still record this pipeline's readers: change the source back, or create a new CDCPipeline for the new source and delete this one",
+		strings.Join(w.elsewhere, ", "))
+	p.Status = ComputeStatus(p.Status, obs)
+	return r.patchStatus(ctx, orig, p, false)
+}
+
+// frozenObservation shows every member the pipeline is placed on or recorded in with one phase
+// and message, keeping what was known of its coordinator: nothing was asked of the members.
+func (r *CoordinatorReconciler) frozenObservation(p *urutauv1alpha1.CDCPipeline, w *world, phase urutauv1alpha1.ClusterPhase, msg string) Observation {
+	shown := sets.New(w.selected...).Insert(p.Status.Inventory...)
+	for _, e := range ownEntries(w.lease, p.UID) {
+		shown.Insert(e.Cluster)
+	}
+	prev := map[string]urutauv1alpha1.ClusterStatus{}
+	for _, c := range p.Status.Clusters {
+		prev[c.Name] = c
+	}
+	obs := Observation{
+		Generation: p.Generation, Now: statusNow(), Selected: w.selected, Unknown: w.unknown,
+		Inventory: p.Status.Inventory, LeaseName: p.Status.ReaderLease, SpecHash: w.specHash,
+	}
+	for _, n := range sets.List(shown) {
+		obs.Members = append(obs.Members, MemberObservation{
+			Name: n, Phase: phase, Message: msg,
+			ReadyReplicas: prev[n].CoordinatorReadyReplicas, ClusterID: prev[n].ClusterID,
+		})
+	}
+	return obs
+}

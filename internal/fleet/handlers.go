@@ -1,0 +1,242 @@
+package fleet
+
+import (
+	"context"
+	"maps"
+	"slices"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
+	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
+
+	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
+)
+
+// The event handlers: what brings a pipeline back to the queue. Member objects map back to
+// their hub pipeline by label (except the echoes of our own applies), our own hub writes are
+// filtered out (echoFilter), inventory changes bring back the pipelines they concern, and lease
+// changes bring back the pipelines that wait on that lease.
+
+// memberWatchedKinds are the kinds watched in members. Each is cached there, but only our own
+// objects (MemberClusterOptions). ScaledObjects are not watched: a member may lack the CRD.
+func memberWatchedKinds() []client.Object {
+	return []client.Object{
+		&appsv1.StatefulSet{}, &corev1.ConfigMap{}, &corev1.Service{}, &corev1.ServiceAccount{},
+		&rbacv1.Role{}, &rbacv1.RoleBinding{}, &policyv1.PodDisruptionBudget{},
+	}
+}
+
+// memberWatchedLists are empty lists of memberWatchedKinds.
+func memberWatchedLists() []client.ObjectList {
+	return []client.ObjectList{
+		&appsv1.StatefulSetList{}, &corev1.ConfigMapList{}, &corev1.ServiceList{}, &corev1.ServiceAccountList{},
+		&rbacv1.RoleList{}, &rbacv1.RoleBindingList{}, &policyv1.PodDisruptionBudgetList{},
+	}
+}
+
+func memberSelector() labels.Selector {
+	return labels.SelectorFromSet(labels.Set{urutauv1alpha1.LabelManagedBy: urutauv1alpha1.ManagedByFleet})
+}
+
+// mapMemberObject maps an object in a member to the hub pipeline that wrote it.
+func mapMemberObject(o client.Object) []mcreconcile.Request {
+	l := o.GetLabels()
+	ns, name := l[urutauv1alpha1.LabelHubNamespace], l[urutauv1alpha1.LabelHubName]
+	if ns == "" || name == "" || l[urutauv1alpha1.LabelManagedBy] != urutauv1alpha1.ManagedByFleet {
+		return nil
+	}
+	return []mcreconcile.Request{localRequest(types.NamespacedName{Namespace: ns, Name: name})}
+}
+
+func localRequest(key types.NamespacedName) mcreconcile.Request {
+	return mcreconcile.Request{Request: reconcile.Request{NamespacedName: key}, ClusterName: mcmanager.LocalCluster}
+}
+
+type queue = workqueue.TypedRateLimitingInterface[mcreconcile.Request]
+
+// memberEventHandler maps member events to the hub pipeline, except the echoes of our own
+// applies: an object whose resourceVersion is the one our last apply to it returned holds exactly
+// what we wrote. Anything else, a foreign edit, a deletion, a status change, is reconciled.
+func (r *CoordinatorReconciler) memberEventHandler(name multicluster.ClusterName, _ cluster.Cluster) handler.TypedEventHandler[client.Object, mcreconcile.Request] {
+	member := string(name)
+	enqueue := func(q queue, objs ...client.Object) {
+		for _, o := range objs {
+			for _, req := range mapMemberObject(o) {
+				q.Add(req)
+			}
+		}
+	}
+	return handler.TypedFuncs[client.Object, mcreconcile.Request]{
+		CreateFunc: func(_ context.Context, e event.TypedCreateEvent[client.Object], q queue) {
+			if !r.applier.isEcho(member, e.Object) {
+				enqueue(q, e.Object)
+			}
+		},
+		UpdateFunc: func(_ context.Context, e event.TypedUpdateEvent[client.Object], q queue) {
+			if !r.applier.isEcho(member, e.ObjectNew) {
+				enqueue(q, e.ObjectOld, e.ObjectNew)
+			}
+		},
+		DeleteFunc: func(_ context.Context, e event.TypedDeleteEvent[client.Object], q queue) {
+			r.applier.forget(member, e.Object)
+			enqueue(q, e.Object)
+		},
+		GenericFunc: func(_ context.Context, e event.TypedGenericEvent[client.Object], q queue) {
+			enqueue(q, e.Object)
+		},
+	}
+}
+
+// notOurEcho filters the hub watch of CDCPipelines (see echoFilter): the events of our own
+// finalizer and status writes. Writes by anyone else (a spec change, a person setting
+// status.terminated) carry another resourceVersion and are reconciled.
+func (r *CoordinatorReconciler) notOurEcho() predicate.Predicate {
+	return predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			return !r.hubEchoes.isEcho(hubKey(e.ObjectNew), e.ObjectNew.GetResourceVersion())
+		},
+		DeleteFunc: func(e event.DeleteEvent) bool {
+			r.hubEchoes.forget(hubKey(e.Object))
+			return true
+		},
+	}
+}
+
+// inventoryEventHandler re-places every pipeline when a member joins, leaves, or changes its
+// labels or annotations (selectors, per-member settings, an accepted identity). Any other change
+// of an entry (a new kubeconfig, a ClusterProfile's status) can only change how the hub reaches
+// that member: it brings back the pipelines placed there, not every pipeline (hack/bench:
+// pointing one member's Secret elsewhere queued all 2,000 pipelines of the hub for 10 s). A member
+// that leaves takes everything kept about it (memberSet.forget) along.
+func (r *CoordinatorReconciler) inventoryEventHandler(multicluster.ClusterName, cluster.Cluster) handler.TypedEventHandler[client.Object, mcreconcile.Request] {
+	enqueue := func(ctx context.Context, q queue, entry client.Object, all bool) {
+		for _, key := range r.pipelinesFor(ctx, entry.GetName(), all) {
+			q.Add(localRequest(key))
+		}
+	}
+	return handler.TypedFuncs[client.Object, mcreconcile.Request]{
+		CreateFunc: func(ctx context.Context, e event.TypedCreateEvent[client.Object], q queue) {
+			enqueue(ctx, q, e.Object, true)
+		},
+		UpdateFunc: func(ctx context.Context, e event.TypedUpdateEvent[client.Object], q queue) {
+			relabelled := !maps.Equal(e.ObjectOld.GetLabels(), e.ObjectNew.GetLabels()) ||
+				!maps.Equal(e.ObjectOld.GetAnnotations(), e.ObjectNew.GetAnnotations())
+			if !relabelled {
+				// A new way to reach it: worth checking at once.
+				r.health.checkSoon(e.ObjectNew.GetName())
+			}
+			enqueue(ctx, q, e.ObjectNew, relabelled)
+		},
+		DeleteFunc: func(ctx context.Context, e event.TypedDeleteEvent[client.Object], q queue) {
+			r.forgetMember(e.Object.GetName())
+			enqueue(ctx, q, e.Object, true)
+		},
+		GenericFunc: func(ctx context.Context, e event.TypedGenericEvent[client.Object], q queue) {
+			enqueue(ctx, q, e.Object, true)
+		},
+	}
+}
+
+// forgetMember drops every piece of state kept about member, which left the inventory.
+func (r *CoordinatorReconciler) forgetMember(member string) {
+	r.members.forget(member)
+	r.applier.forgetMember(member)
+	r.health.forget(member)
+}
+
+// pipelinesFor lists the pipelines to reconcile after a change of member's inventory entry:
+// every pipeline, or only those placed there.
+func (r *CoordinatorReconciler) pipelinesFor(ctx context.Context, member string, all bool) []types.NamespacedName {
+	if !all {
+		return r.pipelinesOn(ctx, member)
+	}
+	list := &urutauv1alpha1.CDCPipelineList{}
+	if err := r.Client.List(ctx, list); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing CDCPipelines after an inventory change")
+		return nil
+	}
+	out := make([]types.NamespacedName, 0, len(list.Items))
+	for i := range list.Items {
+		out = append(out, client.ObjectKeyFromObject(&list.Items[i]))
+	}
+	return out
+}
+
+// pipelinesOn lists the live pipelines placed on member, or holding objects there: those whose
+// status says so, and those a lease records there.
+func (r *CoordinatorReconciler) pipelinesOn(ctx context.Context, member string) []types.NamespacedName {
+	list := &urutauv1alpha1.CDCPipelineList{}
+	if err := r.Client.List(ctx, list); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing CDCPipelines placed on a member", "cluster", member)
+		return nil
+	}
+	var out []types.NamespacedName
+	for i := range list.Items {
+		p := &list.Items[i]
+		if slices.Contains(p.Status.Inventory, member) || slices.ContainsFunc(p.Status.Clusters, func(c urutauv1alpha1.ClusterStatus) bool { return c.Name == member }) {
+			out = append(out, client.ObjectKeyFromObject(p))
+		}
+	}
+	return out
+}
+
+// leaseEventHandler brings back the pipelines a lease concerns when someone else changed it (our
+// own writes are echoes): its holder, the pipelines of its entries, and every pipeline that
+// reads its source, which may be waiting for it.
+func (r *CoordinatorReconciler) leaseEventHandler(multicluster.ClusterName, cluster.Cluster) handler.TypedEventHandler[client.Object, mcreconcile.Request] {
+	enqueue := func(ctx context.Context, q queue, o client.Object) {
+		for _, key := range r.pipelinesOfLease(ctx, o) {
+			q.Add(localRequest(key))
+		}
+	}
+	return handler.TypedFuncs[client.Object, mcreconcile.Request]{
+		CreateFunc: func(ctx context.Context, e event.TypedCreateEvent[client.Object], q queue) {
+			if !r.leaseEchoes.isEcho(hubKey(e.Object), e.Object.GetResourceVersion()) {
+				enqueue(ctx, q, e.Object)
+			}
+		},
+		UpdateFunc: func(ctx context.Context, e event.TypedUpdateEvent[client.Object], q queue) {
+			if !r.leaseEchoes.isEcho(hubKey(e.ObjectNew), e.ObjectNew.GetResourceVersion()) {
+				enqueue(ctx, q, e.ObjectNew)
+			}
+		},
+		DeleteFunc: func(ctx context.Context, e event.TypedDeleteEvent[client.Object], q queue) {
+			r.leaseEchoes.forget(hubKey(e.Object))
+			enqueue(ctx, q, e.Object)
+		},
+	}
+}
+
+// pipelinesOfLease lists the pipelines lease o concerns.
+func (r *CoordinatorReconciler) pipelinesOfLease(ctx context.Context, o client.Object) []types.NamespacedName {
+	l, ok := o.(*urutauv1alpha1.ReaderLease)
+	if !ok {
+		return nil
+	}
+	keys := map[types.NamespacedName]bool{{Namespace: l.Spec.Holder.Namespace, Name: l.Spec.Holder.Name}: true}
+	for _, e := range l.Spec.Members {
+		keys[types.NamespacedName{Namespace: e.PipelineNamespace, Name: e.PipelineName}] = true
+	}
+	list := &urutauv1alpha1.CDCPipelineList{}
+	if err := r.Client.List(ctx, list, client.MatchingFields{indexPipelineLease: l.Name}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing the CDCPipelines of a reader lease", "readerLease", l.Name)
+	}
+	for i := range list.Items {
+		keys[client.ObjectKeyFromObject(&list.Items[i])] = true
+	}
+	return slices.Collect(maps.Keys(keys))
+}

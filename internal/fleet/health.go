@@ -1,0 +1,182 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
+
+	"github.com/urutau-io/fleet/internal/fleet/inventory"
+)
+
+// healthMonitor checks every member of the inventory on its own schedule, idle or not: one
+// request (GET namespace kube-system, which also reads the member's identity) every interval,
+// with jitter, bounded by timeout. A member that stops answering, starts answering again,
+// disengages or changes identity calls changed, which brings back the pipelines and leases that
+// concern it; a check that finds nothing new writes nothing anywhere. Each member's check runs in
+// its own goroutine, so one that hangs delays no other.
+type healthMonitor struct {
+	members   *memberSet
+	inventory inventory.Inventory
+	interval  time.Duration
+	timeout   time.Duration
+	// changed is called when what a check found differs from the check before.
+	changed func(member string)
+	// checked is called after each check that found the member answering.
+	checked func(ctx context.Context, member string, c *memberConn)
+
+	mu      sync.Mutex
+	next    map[string]time.Time
+	running map[string]bool
+}
+
+// Start runs the checks until ctx ends (a manager Runnable).
+func (h *healthMonitor) Start(ctx context.Context) error {
+	tick := time.NewTicker(max(h.interval/4, 10*time.Millisecond))
+	defer tick.Stop()
+	for {
+		h.round(ctx)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+	}
+}
+
+// NeedLeaderElection: only the leader acts on what the checks find.
+func (h *healthMonitor) NeedLeaderElection() bool { return true }
+
+// round starts the checks that are due.
+func (h *healthMonitor) round(ctx context.Context) {
+	members, err := h.inventory.Members(ctx)
+	if err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "health checks: listing the cluster inventory")
+		return
+	}
+	now := time.Now()
+	h.prune(members)
+	for _, m := range members {
+		if !h.due(m.Name, now) {
+			continue
+		}
+		go func() {
+			defer h.done(m.Name, time.Now())
+			h.check(ctx, m.Name)
+		}()
+	}
+}
+
+// due tells whether member's check should start now, and marks it running.
+func (h *healthMonitor) due(member string, now time.Time) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.running[member] || now.Before(h.next[member]) {
+		return false
+	}
+	if h.running == nil {
+		h.running, h.next = map[string]bool{}, map[string]time.Time{}
+	}
+	h.running[member] = true
+	return true
+}
+
+// done schedules member's next check: interval from now, give or take a fifth, so the checks of
+// many members spread out.
+func (h *healthMonitor) done(member string, now time.Time) {
+	jitter := time.Duration(rand.Int64N(int64(h.interval)/5+1)) - h.interval/10
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.running, member)
+	h.next[member] = now.Add(h.interval + jitter)
+}
+
+// prune drops the schedules of members no longer in the inventory.
+func (h *healthMonitor) prune(members []inventory.Member) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	keep := map[string]bool{}
+	for _, m := range members {
+		keep[m.Name] = true
+	}
+	for m := range h.next {
+		if !keep[m] && !h.running[m] {
+			delete(h.next, m)
+		}
+	}
+}
+
+// checkSoon has member checked at the next round (its inventory entry changed).
+func (h *healthMonitor) checkSoon(member string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.next, member)
+}
+
+// forget drops the schedule of a member that left.
+func (h *healthMonitor) forget(member string) {
+	h.checkSoon(member)
+}
+
+// check makes one check of member and records what it found.
+func (h *healthMonitor) check(ctx context.Context, member string) {
+	ctx, cancel := context.WithTimeout(ctx, h.timeout)
+	defer cancel()
+	cl, err := h.members.mgr.GetCluster(ctx, multicluster.ClusterName(member))
+	if err != nil {
+		memberEngaged.WithLabelValues(member).Set(0)
+		h.record(member, memberHealth{checked: true, message: notEngagedMessage(member, err)}, "")
+		return
+	}
+	memberEngaged.WithLabelValues(member).Set(1)
+	c, err := h.members.clientsFor(member, cl)
+	if err != nil {
+		h.record(member, memberHealth{checked: true, message: err.Error()}, "")
+		return
+	}
+	id, err := readIdentity(ctx, c.live)
+	if err != nil {
+		h.record(member, memberHealth{checked: true, message: downMessage(member, err, h.timeout)}, "")
+		return
+	}
+	h.record(member, memberHealth{checked: true, up: true, lastAnswer: time.Now()}, id)
+	if h.checked != nil {
+		h.checked(ctx, member, c)
+	}
+}
+
+// record keeps what a check found and tells changed when it differs.
+func (h *healthMonitor) record(member string, found memberHealth, id string) {
+	changed := h.members.setHealth(member, found)
+	if id != "" && h.members.setIdentity(member, id) {
+		changed = true
+	}
+	if changed && h.changed != nil {
+		h.changed(member)
+	}
+}
+
+// notEngagedMessage says why the hub has no connection to member, in words for a person. The
+// message is stable while the cause is, so the status does not churn.
+func notEngagedMessage(member string, err error) string {
+	if errors.Is(err, multicluster.ErrClusterNotFound) {
+		return fmt.Sprintf("the hub has no connection to cluster %q: its kubeconfig Secret or ClusterProfile gives no working client, or the cluster did not answer when the hub connected (the hub's log says which)", member)
+	}
+	return fmt.Sprintf("the hub has no connection to cluster %q: %v", member, err)
+}
+
+// downMessage says that member does not answer; a timeout reads the same every time.
+func downMessage(member string, err error, timeout time.Duration) string {
+	if isTimeout(err) {
+		return fmt.Sprintf("cluster %q does not answer: its health check timed out after %s", member, timeout)
+	}
+	if isUnreachable(err) {
+		return fmt.Sprintf("cluster %q does not answer: %v", member, err)
+	}
+	return fmt.Sprintf("cluster %q answers its health check with an error: %v", member, err)
+}

@@ -1,0 +1,349 @@
+package fleet
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"slices"
+	"strings"
+
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+
+	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
+)
+
+// The reader lease (urutauv1alpha1.ReaderLease) is what makes "one reader per source identity,
+// anywhere in the fleet" hold for every history. This file holds its pure decisions; leasestore.go
+// reads and writes it.
+//
+// One lease per source identity (one per pipeline when its source has none), in the hub's
+// namespace. Its holder is the only pipeline that may start readers; its entries are every
+// (member, identity of that member, pipeline) that holds or may hold that pipeline's objects,
+// Active while a reader may run there. The rules:
+//   - an entry becomes Active, in a write with optimistic concurrency, before the coordinator is
+//     created in that member;
+//   - a pipeline starts on a member (a new entry, or a Drained one made Active again) only when it
+//     holds the lease and every Active entry of the lease is one of its own on a member it stays
+//     on: a move waits for the departed member, a rename or a re-create waits for every member of
+//     the old pipeline, and two creates racing past admission meet at the lease's create;
+//   - an entry leaves Active only when its member answered that no reader pod is left (Drained),
+//     or a person confirmed the member gone (Gone); it is removed once the member holds nothing of
+//     the pipeline. A deleted pipeline's entries stay as its tombstones.
+//   - members that stay in the placement are never touched by a move.
+
+// LeaseName is the name of the ReaderLease of source, or of the pipeline uid when its source has
+// no reader identity. It is derived from the identity alone, so every hub replica and every
+// pipeline of that source meets at the same object. A hash keeps it a valid name whatever the
+// value holds; the readable prefix is for people.
+func LeaseName(source *urutauv1alpha1.SourceIdentity, uid types.UID) string {
+	if source == nil {
+		return "pipeline-" + strings.ToLower(string(uid))
+	}
+	sum := sha256.Sum256([]byte(source.Kind + "\x00" + source.Field + "\x00" + source.Value))
+	return dnsLabelPrefix(source.Kind+"-"+source.Value, 40) + "-" + hex.EncodeToString(sum[:])[:12]
+}
+
+// dnsLabelPrefix keeps at most n characters of s that a DNS label allows, lowercased, with runs
+// of anything else turned into one '-'.
+func dnsLabelPrefix(s string, n int) string {
+	var b strings.Builder
+	dash := false
+	for _, r := range strings.ToLower(s) {
+		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') {
+			b.WriteRune(r)
+			dash = false
+		} else if !dash {
+			b.WriteByte('-')
+			dash = true
+		}
+		if b.Len() >= n {
+			break
+		}
+	}
+	out := strings.Trim(b.String(), "-")
+	if out == "" {
+		return "source"
+	}
+	return out
+}
+
+// entryKey identifies one lease entry: the list-map key of ReaderLeaseSpec.Members.
+type entryKey struct {
+	cluster, clusterID string
+	pipeline           types.UID
+}
+
+func keyOf(e urutauv1alpha1.LeaseMember) entryKey {
+	return entryKey{cluster: e.Cluster, clusterID: e.ClusterID, pipeline: e.PipelineUID}
+}
+
+// leaseInput is what planLease decides from, for one live pipeline.
+type leaseInput struct {
+	// Self is the pipeline reconciled; Namespace the member namespace of its objects.
+	Self      urutauv1alpha1.PipelineRef
+	Namespace string
+	// Source is the pipeline's reader identity, nil when its source has none.
+	Source *urutauv1alpha1.SourceIdentity
+	// Current is the lease as read, nil when there is none.
+	Current *urutauv1alpha1.ReaderLease
+	// HolderGone: Current's holder is not Self and is deleted, being deleted or re-created.
+	HolderGone bool
+	// Targets are the members Self is to run on, each with the identity read there (known, and
+	// accepted when it changed).
+	Targets map[string]string
+	// Observed is the state found by this reconcile's cleanup of each entry of Self that is not a
+	// target; an entry not observed (its member was not contacted) keeps its state.
+	Observed map[entryKey]DepartedState
+	// Confirmed are member names a person confirmed gone.
+	Confirmed sets.Set[string]
+	Now       metav1.Time
+}
+
+// leaseDecision is planLease's answer. Every list is sorted.
+type leaseDecision struct {
+	// Lease is the lease to record (its Spec; nil when Self must leave it as it is).
+	Lease *urutauv1alpha1.ReaderLease
+	// Changed: Lease differs from Current and must be written before any member is.
+	Changed bool
+	// Run are the targets Self runs on now; Wait the targets that must wait.
+	Run, Wait []string
+	// Holder is set when another pipeline holds the lease and Self may run nowhere; HolderLive
+	// tells that it is a live pipeline (the source is in use), not a gone one whose readers
+	// have not stopped yet.
+	Holder     *urutauv1alpha1.PipelineRef
+	HolderLive bool
+	// Blocking are the Active entries that keep Wait waiting.
+	Blocking []urutauv1alpha1.LeaseMember
+	// Departed are Self's entries on members it no longer runs on, after this decision.
+	Departed []urutauv1alpha1.LeaseMember
+	// Confirmed are the members a person's confirmation turned Gone in this decision.
+	Confirmed []string
+	// Dropped are the members whose entry of Self was removed (emptied).
+	Dropped []string
+}
+
+// planLease is the stop-before-start decision for a live pipeline, over the whole fleet. It is
+// pure: the reconciler writes Lease when Changed, and only then applies to Run.
+func planLease(in leaseInput) leaseDecision {
+	next := startingLease(in)
+	var d leaseDecision
+	if next.Spec.Holder.UID != in.Self.UID {
+		if holder, blocking := takeOver(next, in); holder != nil {
+			d.Holder, d.HolderLive, d.Blocking, d.Wait = holder, !in.HolderGone, blocking, sortedKeys(in.Targets)
+			return d
+		}
+		next.Spec.Holder = in.Self
+	}
+	d.Confirmed, d.Dropped = settleDeparted(next, in)
+	blocking := blockingEntries(next.Spec.Members, in.Self.UID, in.Targets)
+	for _, m := range sortedKeys(in.Targets) {
+		k := entryKey{cluster: m, clusterID: in.Targets[m], pipeline: in.Self.UID}
+		i := slices.IndexFunc(next.Spec.Members, func(e urutauv1alpha1.LeaseMember) bool { return keyOf(e) == k })
+		switch {
+		case i >= 0 && next.Spec.Members[i].State == urutauv1alpha1.LeaseMemberActive:
+			d.Run = append(d.Run, m)
+		case len(blocking) > 0:
+			d.Wait = append(d.Wait, m)
+		case i >= 0:
+			next.Spec.Members[i].State, next.Spec.Members[i].Reason, next.Spec.Members[i].Since = urutauv1alpha1.LeaseMemberActive, "", in.Now
+			d.Run = append(d.Run, m)
+		default:
+			next.Spec.Members = append(next.Spec.Members, newEntry(in, m))
+			d.Run = append(d.Run, m)
+		}
+	}
+	if len(d.Wait) > 0 {
+		d.Blocking = blocking
+	}
+	sortEntries(next.Spec.Members)
+	for _, e := range next.Spec.Members {
+		if e.PipelineUID == in.Self.UID && in.Targets[e.Cluster] != e.ClusterID {
+			d.Departed = append(d.Departed, e)
+		}
+	}
+	d.Lease = next
+	d.Changed = in.Current == nil || !leaseSpecEqual(in.Current.Spec, next.Spec)
+	return d
+}
+
+// startingLease is a copy of the current lease, or a new one held by Self.
+func startingLease(in leaseInput) *urutauv1alpha1.ReaderLease {
+	if in.Current != nil {
+		return in.Current.DeepCopy()
+	}
+	return &urutauv1alpha1.ReaderLease{
+		ObjectMeta: metav1.ObjectMeta{Name: LeaseName(in.Source, in.Self.UID)},
+		Spec:       urutauv1alpha1.ReaderLeaseSpec{Source: in.Source.DeepCopy(), Holder: in.Self},
+	}
+}
+
+// takeOver tells whether Self may take the lease from its holder: only once the holder is gone
+// and no entry of another pipeline may still run a reader. Otherwise it returns the holder and
+// what blocks.
+func takeOver(l *urutauv1alpha1.ReaderLease, in leaseInput) (*urutauv1alpha1.PipelineRef, []urutauv1alpha1.LeaseMember) {
+	holder := l.Spec.Holder
+	if !in.HolderGone {
+		return &holder, activeEntries(l.Spec.Members, func(e urutauv1alpha1.LeaseMember) bool { return e.PipelineUID == holder.UID })
+	}
+	if blocking := activeEntries(l.Spec.Members, func(e urutauv1alpha1.LeaseMember) bool { return e.PipelineUID != in.Self.UID }); len(blocking) > 0 {
+		return &holder, blocking
+	}
+	return nil, nil
+}
+
+// settleDeparted applies what this reconcile's cleanup found to Self's entries on members it no
+// longer runs on: emptied ones go, drained ones stop counting as readers, and unanswered ones a
+// person confirmed gone turn Gone.
+func settleDeparted(l *urutauv1alpha1.ReaderLease, in leaseInput) (confirmed, dropped []string) {
+	kept := l.Spec.Members[:0]
+	for _, e := range l.Spec.Members {
+		st, observed := in.Observed[keyOf(e)]
+		if e.PipelineUID != in.Self.UID || in.Targets[e.Cluster] == e.ClusterID || !observed {
+			kept = append(kept, e)
+			continue
+		}
+		switch {
+		case st == DepartedEmpty:
+			dropped = append(dropped, e.Cluster)
+			continue
+		case st == DepartedDraining && e.State == urutauv1alpha1.LeaseMemberActive:
+			e.State, e.Since = urutauv1alpha1.LeaseMemberDrained, in.Now
+		case st == DepartedHolding && e.State == urutauv1alpha1.LeaseMemberDrained:
+			// A reader is back where none was: count it again.
+			e.State, e.Since = urutauv1alpha1.LeaseMemberActive, in.Now
+		case st == DepartedUnreachable && e.State == urutauv1alpha1.LeaseMemberActive && in.Confirmed.Has(e.Cluster):
+			e.State, e.Since = urutauv1alpha1.LeaseMemberGone, in.Now
+			e.Reason = "confirmed gone with " + urutauv1alpha1.AnnotationConfirmGone + " while it did not answer"
+			confirmed = append(confirmed, e.Cluster)
+		}
+		kept = append(kept, e)
+	}
+	l.Spec.Members = kept
+	return sortedUnique(confirmed), sortedUnique(dropped)
+}
+
+// blockingEntries are the Active entries that stop self from starting anywhere: every Active
+// entry but self's own on the members it stays on.
+func blockingEntries(entries []urutauv1alpha1.LeaseMember, self types.UID, targets map[string]string) []urutauv1alpha1.LeaseMember {
+	return activeEntries(entries, func(e urutauv1alpha1.LeaseMember) bool {
+		return e.PipelineUID != self || targets[e.Cluster] != e.ClusterID
+	})
+}
+
+func activeEntries(entries []urutauv1alpha1.LeaseMember, match func(urutauv1alpha1.LeaseMember) bool) []urutauv1alpha1.LeaseMember {
+	var out []urutauv1alpha1.LeaseMember
+	for _, e := range entries {
+		if e.State == urutauv1alpha1.LeaseMemberActive && match(e) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func newEntry(in leaseInput, member string) urutauv1alpha1.LeaseMember {
+	return urutauv1alpha1.LeaseMember{
+		Cluster: member, ClusterID: in.Targets[member], PipelineUID: in.Self.UID,
+		PipelineNamespace: in.Self.Namespace, PipelineName: in.Self.Name, Namespace: in.Namespace,
+		State: urutauv1alpha1.LeaseMemberActive, Since: in.Now,
+	}
+}
+
+// releaseInput is what planRelease decides from, for a pipeline being deleted.
+type releaseInput struct {
+	Self     types.UID
+	Current  *urutauv1alpha1.ReaderLease
+	Observed map[entryKey]DepartedState
+	// Expired: the deletion has waited TombstoneGrace; what is left stays as tombstones.
+	Expired bool
+	// Reason is recorded on the entries kept as tombstones.
+	Reason string
+	Now    metav1.Time
+}
+
+// releaseDecision is planRelease's answer.
+type releaseDecision struct {
+	// Lease is the lease to record; nil with Delete when nothing is left to record.
+	Lease   *urutauv1alpha1.ReaderLease
+	Changed bool
+	Delete  bool
+	// Done: the pipeline's finalizer may go (nothing of it left, or the rest is tombstoned).
+	Done bool
+	// Left are the entries of Self still there.
+	Left []urutauv1alpha1.LeaseMember
+}
+
+// planRelease settles a deleted pipeline's entries (or a gone one's, for the LeaseReconciler):
+// emptied members leave the lease, drained ones stop counting as readers, and once the deletion
+// has waited long enough the rest stay as tombstones. A lease with no entry left whose holder is
+// this pipeline is deleted.
+func planRelease(in releaseInput) releaseDecision {
+	if in.Current == nil {
+		return releaseDecision{Done: true}
+	}
+	next := in.Current.DeepCopy()
+	kept := next.Spec.Members[:0]
+	var left []urutauv1alpha1.LeaseMember
+	for _, e := range next.Spec.Members {
+		if e.PipelineUID != in.Self {
+			kept = append(kept, e)
+			continue
+		}
+		switch st, observed := in.Observed[keyOf(e)]; {
+		case observed && st == DepartedEmpty:
+			continue
+		case observed && st == DepartedDraining && e.State == urutauv1alpha1.LeaseMemberActive:
+			e.State, e.Since = urutauv1alpha1.LeaseMemberDrained, in.Now
+		}
+		if in.Expired && e.Reason == "" {
+			e.Reason = in.Reason
+		}
+		kept = append(kept, e)
+		left = append(left, e)
+	}
+	next.Spec.Members = kept
+	d := releaseDecision{Left: left, Done: len(left) == 0 || in.Expired}
+	if len(kept) == 0 && next.Spec.Holder.UID == in.Self {
+		d.Delete = true
+		return d
+	}
+	d.Lease = next
+	d.Changed = !leaseSpecEqual(in.Current.Spec, next.Spec)
+	return d
+}
+
+func leaseSpecEqual(a, b urutauv1alpha1.ReaderLeaseSpec) bool {
+	a, b = *a.DeepCopy(), *b.DeepCopy()
+	sortEntries(a.Members)
+	sortEntries(b.Members)
+	if len(a.Members) == 0 {
+		a.Members = nil
+	}
+	if len(b.Members) == 0 {
+		b.Members = nil
+	}
+	return apiequality.Semantic.DeepEqual(a, b)
+}
+
+func sortEntries(es []urutauv1alpha1.LeaseMember) {
+	slices.SortFunc(es, func(a, b urutauv1alpha1.LeaseMember) int {
+		return strings.Compare(a.Cluster+"\x00"+a.ClusterID+"\x00"+string(a.PipelineUID), b.Cluster+"\x00"+b.ClusterID+"\x00"+string(b.PipelineUID))
+	})
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func sortedUnique(s []string) []string {
+	if len(s) == 0 {
+		return nil
+	}
+	return sets.List(sets.New(s...))
+}

@@ -1,0 +1,175 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
+
+	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
+	"github.com/urutau-io/fleet/internal/fleet/inventory"
+)
+
+// LeaseReconciler replays tombstones: the entries a ReaderLease keeps for pipelines that are gone
+// (deleted while a member could not be emptied, or re-created under a new UID). When such a
+// member answers, as the cluster the entry names, it is emptied of everything carrying the gone
+// pipeline's UID, and the entry goes; a lease with nothing left whose holder is gone goes too.
+// Entries of live pipelines are theirs alone: a terminated pipeline's included. A member that does
+// not answer is not polled: its return (health.go) or its registration brings the lease back.
+type LeaseReconciler struct {
+	client    client.Client
+	apiReader client.Reader
+	inventory inventory.Inventory
+	members   *memberSet
+	leases    *leaseStore
+	recorder  events.EventRecorder
+	// options are the fan-out options of the work on one lease's members.
+	options func(key types.NamespacedName) fanOutOptions
+	// timedOut marks a member whose requests timed out.
+	timedOut func(member string) string
+	// queue is the controller's queue, for requeue.
+	queue atomic.Pointer[workqueue.TypedRateLimitingInterface[mcreconcile.Request]]
+}
+
+// Reconcile settles one lease.
+func (r *LeaseReconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (reconcile.Result, error) {
+	l, err := r.leases.get(ctx, req.Name)
+	if l == nil || err != nil || req.Namespace != r.leases.namespace {
+		return reconcile.Result{}, err
+	}
+	gone, err := r.gonePipelines(ctx, l)
+	if err != nil || gone.Len() == 0 {
+		return reconcile.Result{}, err
+	}
+	members, err := r.inventory.Members(ctx)
+	if err != nil {
+		return reconcile.Result{}, fmt.Errorf("listing the cluster inventory: %w", err)
+	}
+	next, draining := followRenames(l, nil, r.knownIdentities(members)), false
+	for _, uid := range sets.List(gone) {
+		states := r.members.clean(ctx, r.options(types.NamespacedName{Namespace: req.Namespace, Name: req.Name}), ownEntries(next, uid), members, r.timedOut)
+		r.reportReplayed(next, uid, states)
+		d := planRelease(releaseInput{Self: uid, Current: next, Observed: states, Now: metav1.Now().Rfc3339Copy()})
+		if d.Delete {
+			return reconcile.Result{}, r.leases.remove(ctx, l)
+		}
+		next = d.Lease
+		draining = draining || anyDraining(states)
+	}
+	if holderGone(next, gone) && len(next.Spec.Members) == 0 {
+		return reconcile.Result{}, r.leases.remove(ctx, l)
+	}
+	if !leaseSpecEqual(l.Spec, next.Spec) {
+		if _, err := r.leases.write(ctx, l, next); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	if draining {
+		// Pods going away make no event the hub watches.
+		return reconcile.Result{RequeueAfter: DefaultWaitInterval}, nil
+	}
+	return reconcile.Result{}, nil
+}
+
+// gonePipelines are the pipelines lease l records that are gone: not found, or found under
+// another UID. A cache that says "gone" is confirmed by the API server, since replaying a live
+// pipeline's entry would delete what it runs. A pipeline being deleted is not gone: its own
+// reconcile empties its members.
+func (r *LeaseReconciler) gonePipelines(ctx context.Context, l *urutauv1alpha1.ReaderLease) (sets.Set[types.UID], error) {
+	refs := map[types.UID]urutauv1alpha1.PipelineRef{l.Spec.Holder.UID: l.Spec.Holder}
+	for _, e := range l.Spec.Members {
+		refs[e.PipelineUID] = urutauv1alpha1.PipelineRef{Namespace: e.PipelineNamespace, Name: e.PipelineName, UID: e.PipelineUID}
+	}
+	gone := sets.New[types.UID]()
+	for uid, ref := range refs {
+		g, err := r.isGone(ctx, r.client, ref)
+		if err == nil && g {
+			g, err = r.isGone(ctx, r.apiReader, ref)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if g {
+			gone.Insert(uid)
+		}
+	}
+	return gone, nil
+}
+
+func (r *LeaseReconciler) isGone(ctx context.Context, reader client.Reader, ref urutauv1alpha1.PipelineRef) (bool, error) {
+	p := &urutauv1alpha1.CDCPipeline{}
+	err := reader.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, p)
+	switch {
+	case apierrors.IsNotFound(err):
+		return true, nil
+	case err != nil:
+		return false, fmt.Errorf("reading CDCPipeline %s/%s: %w", ref.Namespace, ref.Name, err)
+	}
+	return p.UID != ref.UID, nil
+}
+
+// reportReplayed emits an event on the lease for each member emptied of a gone pipeline.
+func (r *LeaseReconciler) reportReplayed(l *urutauv1alpha1.ReaderLease, uid types.UID, states map[entryKey]DepartedState) {
+	for _, e := range ownEntries(l, uid) {
+		if states[keyOf(e)] != DepartedEmpty || r.recorder == nil {
+			continue
+		}
+		r.recorder.Eventf(l, nil, corev1.EventTypeNormal, EventTombstoneReplayed, "Cleanup",
+			"cluster %q holds nothing of pipeline %s/%s (uid %s) any more", e.Cluster, e.PipelineNamespace, e.PipelineName, uid)
+	}
+}
+
+// knownIdentities are the identities read from the registered members.
+func (r *LeaseReconciler) knownIdentities(members []inventory.Member) map[string]string {
+	ids := map[string]string{}
+	for _, m := range members {
+		if id := r.members.knownIdentity(m.Name); id != "" {
+			ids[m.Name] = id
+		}
+	}
+	return ids
+}
+
+func holderGone(l *urutauv1alpha1.ReaderLease, gone sets.Set[types.UID]) bool {
+	return gone.Has(l.Spec.Holder.UID)
+}
+
+func anyDraining(states map[entryKey]DepartedState) bool {
+	for _, s := range states {
+		if s == DepartedHolding || s == DepartedDraining {
+			return true
+		}
+	}
+	return false
+}
+
+// leasesFor lists the leases with an entry on member name, or on a cluster of identity id.
+func (r *LeaseReconciler) leasesFor(ctx context.Context, name, id string) []types.NamespacedName {
+	list := &urutauv1alpha1.ReaderLeaseList{}
+	if err := r.client.List(ctx, list, client.InNamespace(r.leases.namespace)); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing ReaderLeases")
+		return nil
+	}
+	var out []types.NamespacedName
+	for i := range list.Items {
+		l := &list.Items[i]
+		for _, e := range l.Spec.Members {
+			if e.Cluster == name || (id != "" && e.ClusterID == id) {
+				out = append(out, client.ObjectKeyFromObject(l))
+				break
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,320 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
+
+	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
+	"github.com/urutau-io/fleet/internal/fleet/inventory"
+)
+
+// memberConn is how the hub reaches one member cluster in one piece of work.
+type memberConn struct {
+	name string
+	cl   cluster.Cluster
+	// cached reads typed objects from the member's cache (which holds only our objects, see
+	// MemberClusterOptions) and writes directly; live reads the member's API server.
+	cached client.Client
+	live   client.Reader
+}
+
+// memberSet is the hub's state of each member cluster, shared by the controllers: its connection
+// and clients, its identity, whether it answers (health), and the breaker and backoff that keep a
+// member that does not answer, or fails, from holding anyone else. Everything about a member
+// goes when it leaves the inventory (forget).
+type memberSet struct {
+	mgr mcmanager.Manager
+
+	mu      sync.Mutex
+	members map[string]*memberEntry
+
+	breaker memberBreaker
+	backoff memberBackoff
+}
+
+type memberEntry struct {
+	cl      cluster.Cluster
+	clients memberConn
+	// id is the identity read from cl; "" until read. A new cluster object (the provider
+	// engaged the member again, e.g. with a new kubeconfig) is read again.
+	id     string
+	health memberHealth
+}
+
+// memberHealth is what the last check of a member found.
+type memberHealth struct {
+	checked bool
+	up      bool
+	// message says why it is down.
+	message string
+	// lastAnswer is when it last answered a check.
+	lastAnswer time.Time
+}
+
+// engageWait bounds how long one member's work waits for the provider to engage a member the
+// inventory lists.
+//
+// Why (found by test/faults): the provider engages members from its own controller, which starts
+// together with ours when the hub starts or a replica becomes the leader. A pipeline reconciled
+// before its members are engaged saw them "not engaged" and waited a whole retry interval.
+// Engagement takes well under a second, so a short wait closes the race; a member that never
+// engages (a kubeconfig that does not parse) costs this wait once per retry, in its own goroutine.
+const engageWait = 2 * time.Second
+
+// conn returns the connection to member, waiting up to engageWait (within ctx) while the
+// provider has not engaged it.
+func (s *memberSet) conn(ctx context.Context, member string) (*memberConn, error) {
+	deadline := time.Now().Add(engageWait)
+	for {
+		cl, err := s.mgr.GetCluster(ctx, multicluster.ClusterName(member))
+		if err == nil {
+			return s.clientsFor(member, cl)
+		}
+		if !errors.Is(err, multicluster.ErrClusterNotFound) || time.Now().After(deadline) {
+			return nil, fmt.Errorf("the hub has no connection to cluster %q: its kubeconfig Secret or ClusterProfile gives no working client, or the cluster did not answer when the hub connected (the hub's log says which): %w", member, err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("cluster %q: %w", member, ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// clientsFor builds and keeps the clients of member's current cluster object.
+//
+// Why not cl.GetClient() and cl.GetAPIReader(): a provider builds member configs from a
+// kubeconfig with client-go's defaults, QPS 5 and burst 10, and controller-runtime gives each kind
+// of each client its own such limiter. With that, applying 100 pipelines' StatefulSets to one
+// member took 20 s of client-side waiting (docs/benchmarks.md). These clients leave client-side
+// throttling off when the config does not set QPS, as controller-runtime's own config loader
+// does, and rely on the member's API priority and fairness.
+func (s *memberSet) clientsFor(member string, cl cluster.Cluster) (*memberConn, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e, ok := s.members[member]; ok && e.cl == cl {
+		c := e.clients
+		return &c, nil
+	}
+	cfg := rest.CopyConfig(cl.GetConfig())
+	if cfg.QPS == 0 && cfg.RateLimiter == nil {
+		cfg.QPS = -1
+	}
+	opts := client.Options{HTTPClient: cl.GetHTTPClient(), Scheme: cl.GetScheme(), Mapper: cl.GetRESTMapper()}
+	live, err := client.New(cfg, opts)
+	if err != nil {
+		return nil, fmt.Errorf("building a client for cluster %q: %w", member, err)
+	}
+	opts.Cache = &client.CacheOptions{Reader: cl.GetCache()}
+	cached, err := client.New(cfg, opts)
+	if err != nil {
+		return nil, fmt.Errorf("building a client for cluster %q: %w", member, err)
+	}
+	if s.members == nil {
+		s.members = map[string]*memberEntry{}
+	}
+	e := s.members[member]
+	if e == nil {
+		e = &memberEntry{}
+		s.members[member] = e
+	}
+	// A re-engaged member is a new cluster object: its identity is read again.
+	e.cl, e.id = cl, ""
+	e.clients = memberConn{name: member, cl: cl, cached: cached, live: live}
+	c := e.clients
+	return &c, nil
+}
+
+// identity is the member's identity: the UID of its kube-system namespace, read once per cluster
+// object and kept.
+func (s *memberSet) identity(ctx context.Context, c *memberConn) (string, error) {
+	s.mu.Lock()
+	if e := s.members[c.name]; e != nil && e.cl == c.cl && e.id != "" {
+		id := e.id
+		s.mu.Unlock()
+		return id, nil
+	}
+	s.mu.Unlock()
+	id, err := readIdentity(ctx, c.live)
+	if err != nil {
+		return "", fmt.Errorf("reading the identity of cluster %q (namespace kube-system): %w", c.name, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e := s.members[c.name]; e != nil && e.cl == c.cl {
+		e.id = id
+	}
+	return id, nil
+}
+
+// errOtherCluster is a connection that reaches another cluster than the one decided on: the
+// member's kubeconfig changed in between. The work is not done; the next reconcile decides again.
+var errOtherCluster = errors.New("now reaches another cluster")
+
+// sameCluster checks that connection c reaches the cluster of identity id.
+func (s *memberSet) sameCluster(ctx context.Context, c *memberConn, id string) error {
+	got, err := s.identity(ctx, c)
+	switch {
+	case err != nil:
+		return err
+	case got != id:
+		return fmt.Errorf("cluster %q %w (identity %s, not %s)", c.name, errOtherCluster, got, id)
+	}
+	return nil
+}
+
+// readIdentity reads a cluster's identity: one GET.
+func readIdentity(ctx context.Context, r client.Reader) (string, error) {
+	ns := &corev1.Namespace{}
+	if err := r.Get(ctx, client.ObjectKey{Name: "kube-system"}, ns); err != nil {
+		return "", err
+	}
+	if ns.UID == "" {
+		return "", errors.New("namespace kube-system has no UID")
+	}
+	return string(ns.UID), nil
+}
+
+// setIdentity records the identity a health check read from member's current cluster object,
+// and reports whether it changed from one read before.
+func (s *memberSet) setIdentity(member, id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.members[member]
+	if e == nil {
+		return false
+	}
+	changed := e.id != "" && e.id != id
+	e.id = id
+	return changed
+}
+
+// knownIdentity is the identity last read from member, "" when none was.
+func (s *memberSet) knownIdentity(member string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e := s.members[member]; e != nil {
+		return e.id
+	}
+	return ""
+}
+
+// host is the API server address of member, "" before its first connection.
+func (s *memberSet) host(member string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e := s.members[member]; e != nil && e.cl != nil {
+		return e.cl.GetConfig().Host
+	}
+	return ""
+}
+
+// setHealth records a check of member and reports whether what it found changed.
+func (s *memberSet) setHealth(member string, h memberHealth) (changed bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.members == nil {
+		s.members = map[string]*memberEntry{}
+	}
+	e := s.members[member]
+	if e == nil {
+		e = &memberEntry{}
+		s.members[member] = e
+	}
+	old := e.health
+	if !h.up {
+		h.lastAnswer = old.lastAnswer
+	}
+	e.health = h
+	up := 0.0
+	if h.up {
+		up = 1
+	}
+	memberUp.WithLabelValues(member).Set(up)
+	return !old.checked || old.up != h.up || old.message != h.message
+}
+
+// health is what the last check of member found.
+func (s *memberSet) health(member string) memberHealth {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e := s.members[member]; e != nil {
+		return e.health
+	}
+	return memberHealth{}
+}
+
+// down tells whether the last check of member found it not answering; the message says why.
+func (s *memberSet) down(member string) (bool, string) {
+	h := s.health(member)
+	return h.checked && !h.up, h.message
+}
+
+// forget drops everything kept about member, which left the inventory: clients, identity,
+// health, breaker and backoff state, and its metric series.
+func (s *memberSet) forget(member string) {
+	s.mu.Lock()
+	delete(s.members, member)
+	s.mu.Unlock()
+	s.breaker.forget(member)
+	s.backoff.forgetMember(member)
+	for _, v := range memberMetrics {
+		v.DeletePartialMatch(prometheus.Labels{"cluster": member})
+	}
+}
+
+// names are the members something is kept about.
+func (s *memberSet) names() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return sortedKeys(s.members)
+}
+
+// clean empties, concurrently, the member each entry names when it can be reached as the cluster
+// the entry names (registered, answering, same identity), and says what each holds; the others
+// are unreachable. timedOut is told of a member whose requests timed out.
+func (s *memberSet) clean(ctx context.Context, opts fanOutOptions, entries []urutauv1alpha1.LeaseMember, members []inventory.Member, timedOut func(member string) string) map[entryKey]DepartedState {
+	registered := map[string]bool{}
+	for _, m := range members {
+		registered[m.Name] = true
+	}
+	out := map[entryKey]DepartedState{}
+	byMember := map[string]urutauv1alpha1.LeaseMember{}
+	for _, e := range entries {
+		out[keyOf(e)] = DepartedUnreachable
+		if down, _ := s.down(e.Cluster); registered[e.Cluster] && !down {
+			byMember[e.Cluster] = e
+		}
+	}
+	done, _ := fanOut(ctx, opts, sortedKeys(byMember), func(ctx context.Context, m string) departedResult {
+		e := byMember[m]
+		c, err := s.conn(ctx, m)
+		if err != nil {
+			return departedResult{state: DepartedUnreachable, message: err.Error()}
+		}
+		// The member must still be the cluster the entry names.
+		if err := s.sameCluster(ctx, c, e.ClusterID); err != nil {
+			return departedResult{state: DepartedUnreachable, message: err.Error()}
+		}
+		d := (&cleanJob{conn: c, entry: e}).run(ctx)
+		if d.timedOut {
+			timedOut(m)
+		}
+		return d
+	}, func(string, error) departedResult { return departedResult{state: DepartedHolding} })
+	for m, d := range done {
+		out[keyOf(byMember[m])] = d.state
+	}
+	return out
+}

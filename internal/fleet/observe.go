@@ -1,0 +1,280 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
+	"github.com/urutau-io/fleet/internal/coordinator"
+	"github.com/urutau-io/fleet/internal/fleet/inventory"
+	"github.com/urutau-io/fleet/internal/spec"
+)
+
+// world is what one reconcile of a live pipeline knows before it decides: the cluster inventory,
+// the placement, the identity of each member involved, and the pipeline's reader lease.
+type world struct {
+	// inventory is every member of the cluster inventory, by name.
+	inventory map[string]inventory.Member
+	// selected are the members the placement selects (in the inventory); unknown the names it
+	// gives that the inventory lacks.
+	selected, unknown []string
+	// specErr is a placement that cannot be resolved, or a spec that does not render: terminal.
+	specErr error
+	// specHash is the hash rendered for a member without override.
+	specHash string
+	// ids are the identities read from members (registered, answering), by name.
+	ids map[string]string
+	// refused are selected members the pipeline must not run on until a person acts, with why
+	// (identity changed, identity not the one pinned); unidentified those whose identity could not
+	// be read yet, with why (they are retried).
+	refused      map[string]string
+	unidentified map[string]error
+	// accepted are member names whose new identity a person accepted (AnnotationClusterID): the
+	// pipeline's entries for the old identity there count as gone.
+	accepted sets.Set[string]
+	// source is the pipeline's reader identity (nil when its source has none); leaseName the
+	// name of its ReaderLease; lease that lease as read (nil when none).
+	source    *urutauv1alpha1.SourceIdentity
+	leaseName string
+	lease     *urutauv1alpha1.ReaderLease
+	// holderGone: the lease's holder is another pipeline that is gone.
+	holderGone bool
+	// elsewhere are leases of other identities that record the pipeline: its source changed.
+	elsewhere []string
+}
+
+// observe reads the world for p. Reading a member's identity contacts it (once per connection);
+// everything else comes from the hub's cache.
+func (r *CoordinatorReconciler) observe(ctx context.Context, p *urutauv1alpha1.CDCPipeline) (*world, error) {
+	members, err := r.Inventory.Members(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("listing the cluster inventory: %w", err)
+	}
+	w := &world{inventory: map[string]inventory.Member{}, ids: map[string]string{}, refused: map[string]string{}, unidentified: map[string]error{}, accepted: sets.New[string]()}
+	for _, m := range members {
+		w.inventory[m.Name] = m
+	}
+	w.unknown = UnknownClusters(p, members)
+	if w.selected, err = SelectMembers(p, members); err != nil {
+		w.specErr = err
+		return w, nil
+	}
+	base, err := coordinator.Render(p, coordinator.Settings{DefaultImage: r.Image, KEDAPrometheusAddress: r.KEDAPrometheusAddress, KEDAThreshold: r.KEDAThreshold})
+	if err != nil {
+		w.specErr = err
+		return w, nil
+	}
+	w.specHash = base.SpecHash
+	w.source = sourceIdentity(p)
+	w.leaseName = LeaseName(w.source, p.UID)
+	if err := r.observeLease(ctx, p, w); err != nil {
+		return nil, err
+	}
+	r.observeIdentities(ctx, p, w)
+	return w, nil
+}
+
+// sourceIdentity is the pipeline's reader identity as the lease records it, nil when its source
+// has none (or its definition does not parse: Render reported that first).
+func sourceIdentity(p *urutauv1alpha1.CDCPipeline) *urutauv1alpha1.SourceIdentity {
+	if p.Spec.Definition.Inline == nil {
+		return nil
+	}
+	in, errs := spec.Parse(p.Spec.Definition.Inline.Raw)
+	if len(errs) > 0 {
+		return nil
+	}
+	id, ok := in.Identity()
+	if !ok {
+		return nil
+	}
+	return &urutauv1alpha1.SourceIdentity{Kind: id.Kind, Field: id.Field, Value: id.Value}
+}
+
+// observeLease reads the pipeline's lease, whether its holder is gone, and the leases of other
+// identities that still record the pipeline.
+func (r *CoordinatorReconciler) observeLease(ctx context.Context, p *urutauv1alpha1.CDCPipeline, w *world) error {
+	var err error
+	if w.lease, err = r.leases.get(ctx, w.leaseName); err != nil {
+		return err
+	}
+	if w.lease != nil && w.lease.Spec.Holder.UID != p.UID {
+		if w.holderGone, err = r.pipelineGone(ctx, w.lease.Spec.Holder); err != nil {
+			return err
+		}
+	}
+	others, err := r.leases.of(ctx, p.UID)
+	if err != nil {
+		return err
+	}
+	for _, l := range others {
+		if l.Name != w.leaseName && recordsPipeline(&l, p.UID) {
+			w.elsewhere = append(w.elsewhere, l.Name)
+		}
+	}
+	return nil
+}
+
+// recordsPipeline tells whether lease l still records something of pipeline uid: an entry, or
+// the holder's claim.
+func recordsPipeline(l *urutauv1alpha1.ReaderLease, uid types.UID) bool {
+	return l.Spec.Holder.UID == uid || slices.ContainsFunc(l.Spec.Members, func(e urutauv1alpha1.LeaseMember) bool { return e.PipelineUID == uid })
+}
+
+// pipelineGone tells whether ref no longer names a live pipeline: deleted, being deleted, or
+// re-created under another UID. A cache that lags says "live" a little longer: the safe side.
+func (r *CoordinatorReconciler) pipelineGone(ctx context.Context, ref urutauv1alpha1.PipelineRef) (bool, error) {
+	p := &urutauv1alpha1.CDCPipeline{}
+	err := r.Client.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, p)
+	switch {
+	case client.IgnoreNotFound(err) != nil:
+		return false, fmt.Errorf("reading the holder %s/%s of a reader lease: %w", ref.Namespace, ref.Name, err)
+	case err != nil:
+		return true, nil
+	}
+	return p.UID != ref.UID || !p.DeletionTimestamp.IsZero(), nil
+}
+
+// observeIdentities reads the identity of every selected member and of every member an entry of
+// the pipeline names, and decides which selected members the pipeline may run on.
+func (r *CoordinatorReconciler) observeIdentities(ctx context.Context, p *urutauv1alpha1.CDCPipeline, w *world) {
+	names := sets.New(w.selected...)
+	for _, e := range ownEntries(w.lease, p.UID) {
+		if _, ok := w.inventory[e.Cluster]; ok {
+			names.Insert(e.Cluster)
+		}
+	}
+	found, _ := fanOut(ctx, r.fanOutOptions(client.ObjectKeyFromObject(p), "identity"), sets.List(names), func(ctx context.Context, m string) identityResult {
+		return r.readIdentity(ctx, m)
+	}, func(_ string, err error) identityResult { return identityResult{err: err} })
+	// The identities the health checks read of the other members: where a renamed entry went.
+	for m := range w.inventory {
+		if id := r.members.knownIdentity(m); id != "" && !names.Has(m) {
+			w.ids[m] = id
+		}
+	}
+	for m, res := range found {
+		if res.err == nil {
+			w.ids[m] = res.id
+		}
+	}
+	first := map[string]string{}
+	for _, m := range w.selected {
+		switch res, ok := found[m]; {
+		case ok && res.err == nil && first[res.id] != "":
+			// One cluster registered under two names: one set of objects, applied once.
+			w.refused[m] = fmt.Sprintf("cluster %q is the same cluster as %q (identity %s): the pipeline runs there once, as %q", m, first[res.id], res.id, first[res.id])
+			continue
+		case ok && res.err == nil:
+			first[res.id] = m
+		}
+		switch res, ok := found[m]; {
+		case !ok || res.err != nil:
+			// It does not answer: the pipeline still runs there if its objects went there (its
+			// entry says which cluster); the apply finds it down, and checks the identity
+			// before it writes anything.
+			if id := ownIdentity(w.lease, p.UID, m); id != "" {
+				w.ids[m] = id
+				continue
+			}
+			if !ok {
+				res.err = fmt.Errorf("cluster %q %w: its identity could not be read in time", m, errMemberDown)
+			}
+			w.unidentified[m] = res.err
+		default:
+			if why := identityProblem(m, w.inventory[m], res.id, ownEntries(w.lease, p.UID), w.ids); why != "" {
+				w.refused[m] = why
+			} else if w.inventory[m].Annotations[urutauv1alpha1.AnnotationClusterID] != "" {
+				w.accepted.Insert(m)
+			}
+		}
+	}
+}
+
+type identityResult struct {
+	id  string
+	err error
+}
+
+// readIdentity is the identity of member's current connection (read once per connection), or
+// why it is not known: not engaged, or not answering.
+func (r *CoordinatorReconciler) readIdentity(ctx context.Context, member string) identityResult {
+	if down, msg := r.members.down(member); down {
+		return identityResult{err: fmt.Errorf("cluster %q %w: %s", member, errMemberDown, msg)}
+	}
+	c, err := r.members.conn(ctx, member)
+	if err != nil {
+		return identityResult{err: err}
+	}
+	id, err := r.members.identity(ctx, c)
+	return identityResult{id: id, err: err}
+}
+
+// identityProblem says why pipeline entries (own) forbid running on member m, whose identity
+// reads id: "" when nothing does. A member pinned to another identity is refused outright; a
+// member that answers as another cluster than the one the pipeline's objects went to (its
+// kubeconfig was pointed elsewhere) waits until a person accepts the new identity, unless the old
+// one is now registered under another name (a renamed entry: the pipeline follows it there).
+func identityProblem(m string, entry inventory.Member, id string, own []urutauv1alpha1.LeaseMember, ids map[string]string) string {
+	pinned := entry.Annotations[urutauv1alpha1.AnnotationClusterID]
+	switch {
+	case pinned != "" && pinned != id:
+		return fmt.Sprintf("cluster %q answers as identity %s, but its inventory entry is pinned to %s (annotation %s): nothing is applied there", m, id, pinned, urutauv1alpha1.AnnotationClusterID)
+	case pinned == id:
+		return ""
+	}
+	registered := sets.New[string]()
+	for _, v := range ids {
+		registered.Insert(v)
+	}
+	for _, e := range own {
+		if e.Cluster == m && e.ClusterID != id && !registered.Has(e.ClusterID) {
+			return fmt.Sprintf("cluster %q now answers as identity %s, not %s, where this pipeline's objects were placed: its inventory entry points at another cluster. Nothing is applied there until a person accepts the new cluster (annotate the inventory entry %s=%s; the old cluster is then treated as gone)",
+				m, id, e.ClusterID, urutauv1alpha1.AnnotationClusterID, id)
+		}
+	}
+	return ""
+}
+
+// ownIdentity is the identity of the cluster an Active or Drained entry of pipeline uid names
+// member by, "" when there is none.
+func ownIdentity(l *urutauv1alpha1.ReaderLease, uid types.UID, member string) string {
+	for _, e := range ownEntries(l, uid) {
+		if e.Cluster == member && e.State != urutauv1alpha1.LeaseMemberGone {
+			return e.ClusterID
+		}
+	}
+	return ""
+}
+
+// ownEntries are the entries of pipeline uid in lease l.
+func ownEntries(l *urutauv1alpha1.ReaderLease, uid types.UID) []urutauv1alpha1.LeaseMember {
+	if l == nil {
+		return nil
+	}
+	var out []urutauv1alpha1.LeaseMember
+	for _, e := range l.Spec.Members {
+		if e.PipelineUID == uid {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// targets are the selected members the pipeline is to run on, with their identity.
+func (w *world) targets() map[string]string {
+	out := map[string]string{}
+	for _, m := range w.selected {
+		_, refused := w.refused[m]
+		_, unidentified := w.unidentified[m]
+		if !refused && !unidentified {
+			out[m] = w.ids[m]
+		}
+	}
+	return out
+}

@@ -1,0 +1,192 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
+	"github.com/urutau-io/fleet/internal/fleet/inventory"
+)
+
+// orphanScanner finds orphans: objects in a member that the hub wrote (the managed-by label) for
+// a pipeline UID that no ReaderLease records in that member and no live pipeline has. A member
+// restored from a backup holds them, and so would any path that lost track of a member. They are
+// reported (an event on the member's inventory entry, the urutau_fleet_orphans gauge, a log
+// line), never deleted unless the platform admin allows it (--delete-orphans, or the inventory
+// entry's urutau.io/delete-orphans: "true"). A scan reads the member's cache only, which holds
+// exactly the hub's objects: it costs the member nothing. An object counts as an orphan only when
+// two scans in a row find it so, which leaves time for a new pipeline's lease to reach the cache.
+type orphanScanner struct {
+	hub      client.Client
+	leases   *leaseStore
+	recorder events.EventRecorder
+	// entryKind is the kind of the inventory entries, which events about a member regard.
+	entryKind schema.GroupVersionKind
+	interval  time.Duration
+	// deleteAll is --delete-orphans.
+	deleteAll bool
+
+	mu sync.Mutex
+	// suspects are the UIDs the last scan of each member found orphaned; last when it ran.
+	suspects map[string]sets.Set[types.UID]
+	last     map[string]time.Time
+}
+
+// orphanGroup is what a member holds of one pipeline UID.
+type orphanGroup struct {
+	uid       types.UID
+	namespace string
+	name      string
+	objects   int
+}
+
+// scan looks for orphans in member m when its last scan is older than the interval.
+func (o *orphanScanner) scan(ctx context.Context, m inventory.Member, c *memberConn) {
+	if !o.dueAt(m.Name, time.Now()) {
+		return
+	}
+	found, err := o.ours(ctx, c)
+	if err != nil {
+		ctrl.LoggerFrom(ctx).Info("orphan scan failed", "cluster", m.Name, "error", err.Error())
+		return
+	}
+	known, err := o.recorded(ctx, m.Name)
+	if err != nil {
+		ctrl.LoggerFrom(ctx).Info("orphan scan failed", "cluster", m.Name, "error", err.Error())
+		return
+	}
+	confirmed := o.confirm(m.Name, found, known)
+	orphans.WithLabelValues(m.Name).Set(float64(len(confirmed)))
+	for _, g := range confirmed {
+		o.report(ctx, m, c, g)
+	}
+}
+
+func (o *orphanScanner) dueAt(member string, now time.Time) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if now.Sub(o.last[member]) < o.interval {
+		return false
+	}
+	if o.last == nil {
+		o.last = map[string]time.Time{}
+	}
+	o.last[member] = now
+	return true
+}
+
+// ours groups the hub's objects in the member's cache by pipeline UID.
+func (o *orphanScanner) ours(ctx context.Context, c *memberConn) (map[types.UID]*orphanGroup, error) {
+	out := map[types.UID]*orphanGroup{}
+	for _, list := range memberWatchedLists() {
+		if err := c.cached.List(ctx, list, client.HasLabels{urutauv1alpha1.LabelHubPipelineUID}); err != nil {
+			return nil, fmt.Errorf("listing %T in the member cache: %w", list, err)
+		}
+		items, err := meta.ExtractList(list)
+		if err != nil {
+			return nil, err
+		}
+		for _, it := range items {
+			obj, ok := it.(client.Object)
+			if !ok {
+				continue
+			}
+			l := obj.GetLabels()
+			uid := types.UID(l[urutauv1alpha1.LabelHubPipelineUID])
+			g := out[uid]
+			if g == nil {
+				g = &orphanGroup{uid: uid, namespace: obj.GetNamespace(), name: l[urutauv1alpha1.LabelHubName]}
+				out[uid] = g
+			}
+			g.objects++
+		}
+	}
+	return out, nil
+}
+
+// recorded are the pipeline UIDs the hub accounts for in member: every lease entry there, and
+// every live pipeline.
+func (o *orphanScanner) recorded(ctx context.Context, member string) (sets.Set[types.UID], error) {
+	known := sets.New[types.UID]()
+	leases := &urutauv1alpha1.ReaderLeaseList{}
+	if err := o.hub.List(ctx, leases, client.InNamespace(o.leases.namespace)); err != nil {
+		return nil, err
+	}
+	for _, l := range leases.Items {
+		known.Insert(l.Spec.Holder.UID)
+		for _, e := range l.Spec.Members {
+			known.Insert(e.PipelineUID)
+		}
+	}
+	pipelines := &urutauv1alpha1.CDCPipelineList{}
+	if err := o.hub.List(ctx, pipelines); err != nil {
+		return nil, err
+	}
+	for _, p := range pipelines.Items {
+		known.Insert(p.UID)
+	}
+	return known, nil
+}
+
+// confirm keeps the groups this scan and the one before both found unaccounted for.
+func (o *orphanScanner) confirm(member string, found map[types.UID]*orphanGroup, known sets.Set[types.UID]) []*orphanGroup {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	now := sets.New[types.UID]()
+	var out []*orphanGroup
+	for uid, g := range found {
+		if known.Has(uid) {
+			continue
+		}
+		now.Insert(uid)
+		if o.suspects[member].Has(uid) {
+			out = append(out, g)
+		}
+	}
+	if o.suspects == nil {
+		o.suspects = map[string]sets.Set[types.UID]{}
+	}
+	o.suspects[member] = now
+	return out
+}
+
+// report tells of one orphan group, and deletes it when allowed.
+func (o *orphanScanner) report(ctx context.Context, m inventory.Member, c *memberConn, g *orphanGroup) {
+	log := ctrl.LoggerFrom(ctx).WithValues("cluster", m.Name, "namespace", g.namespace, "pipelineUID", g.uid)
+	entry := entryObject(o.entryKind, m)
+	if !o.deleteAll && m.Annotations[urutauv1alpha1.AnnotationDeleteOrphans] != "true" {
+		log.Info("orphans found: objects of a pipeline the hub has no record of; not deleted", "objects", g.objects, "pipeline", g.name)
+		o.recorder.Eventf(entry, nil, corev1.EventTypeWarning, EventOrphansFound, "Scan",
+			"cluster %q holds %d object(s) of pipeline %s/%s (uid %s) that no ReaderLease records: delete them by label %s=%s, or let the hub do it (annotation %s=\"true\" on this entry)",
+			m.Name, g.objects, g.namespace, g.name, g.uid, urutauv1alpha1.LabelHubPipelineUID, g.uid, urutauv1alpha1.AnnotationDeleteOrphans)
+		return
+	}
+	e := urutauv1alpha1.LeaseMember{PipelineUID: g.uid, PipelineName: g.name, Namespace: g.namespace}
+	res, err := cleanupMember(ctx, c.live, c.cached, e)
+	if err != nil {
+		log.Info("deleting orphans failed", "error", err.Error())
+		return
+	}
+	log.Info("orphans deleted", "deleted", res.deleted)
+	o.recorder.Eventf(entry, nil, corev1.EventTypeNormal, EventOrphansDeleted, "Scan",
+		"deleted %d orphaned object(s) of pipeline %s/%s (uid %s) in cluster %q", res.deleted, g.namespace, g.name, g.uid, m.Name)
+}
+
+// entryObject is a reference to the member's inventory entry, for events.
+func entryObject(kind schema.GroupVersionKind, m inventory.Member) *metav1.PartialObjectMetadata {
+	p := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: m.Namespace, Name: m.Name, UID: m.UID}}
+	p.SetGroupVersionKind(kind)
+	return p
+}

@@ -1,0 +1,247 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
+)
+
+// placement is what one reconcile decided: where the pipeline runs now under its reader lease,
+// and what became of the members it left.
+type placement struct {
+	decision leaseDecision
+	// lease is the lease as recorded (written by this reconcile, or read unchanged).
+	lease *urutauv1alpha1.ReaderLease
+	// wrote: this reconcile wrote the lease, so its decision stands on a fresh read.
+	wrote bool
+	// departed is what cleaning each entry of the pipeline it no longer runs on found.
+	departed map[entryKey]departedResult
+	// deregistered are departed members that left the cluster inventory.
+	deregistered []string
+}
+
+// place cleans the members the pipeline left, decides where it runs under its reader lease
+// (planLease), and records that decision in the lease before anything starts.
+func (r *CoordinatorReconciler) place(ctx context.Context, p *urutauv1alpha1.CDCPipeline, w *world) (*placement, error) {
+	targets := w.targets()
+	current := followRenames(w.lease, targets, w.ids)
+	pl := &placement{departed: r.cleanDeparted(ctx, p, w, departedEntries(current, p.UID, targets))}
+	confirmed := ConfirmedGone(p).Union(w.accepted)
+	observed := map[entryKey]DepartedState{}
+	for k, d := range pl.departed {
+		observed[k] = d.state
+		if _, registered := w.inventory[k.cluster]; d.state == DepartedUnreachable && !registered {
+			pl.deregistered = append(pl.deregistered, k.cluster)
+		}
+	}
+	pl.deregistered = sortedUnique(pl.deregistered)
+	pl.decision = planLease(leaseInput{
+		Self:      urutauv1alpha1.PipelineRef{Namespace: p.Namespace, Name: p.Name, UID: p.UID},
+		Namespace: p.Namespace, Source: w.source, Current: current, HolderGone: w.holderGone,
+		Targets: targets, Observed: observed, Confirmed: confirmed, Now: metav1.Now().Rfc3339Copy(),
+	})
+	pl.lease = w.lease
+	if pl.decision.Lease != nil && (pl.decision.Changed || (w.lease != nil && current != w.lease)) {
+		written, err := r.writeLease(w.lease, pl.decision.Lease, func(cur, next *urutauv1alpha1.ReaderLease) (*urutauv1alpha1.ReaderLease, error) {
+			return r.leases.write(ctx, cur, next)
+		})
+		if err != nil {
+			return nil, err
+		}
+		pl.lease, pl.wrote = written, true
+	}
+	return pl, r.consumeConfirmations(ctx, p, pl.decision.Confirmed)
+}
+
+// writeLease writes next over current through write, telling the lease echo filter about it.
+func (r *CoordinatorReconciler) writeLease(current, next *urutauv1alpha1.ReaderLease, write func(cur, next *urutauv1alpha1.ReaderLease) (*urutauv1alpha1.ReaderLease, error)) (*urutauv1alpha1.ReaderLease, error) {
+	key := r.leases.namespace + "/" + next.Name
+	r.leaseEchoes.begin(key)
+	written, err := write(current, next)
+	rv := ""
+	if err == nil {
+		rv = written.ResourceVersion
+	}
+	r.leaseEchoes.end(key, rv)
+	return written, err
+}
+
+// departedEntries are the entries of pipeline uid on members it no longer runs on.
+func departedEntries(l *urutauv1alpha1.ReaderLease, uid types.UID, targets map[string]string) []urutauv1alpha1.LeaseMember {
+	var out []urutauv1alpha1.LeaseMember
+	for _, e := range ownEntries(l, uid) {
+		if targets[e.Cluster] != e.ClusterID {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// cleanDeparted empties, concurrently, every member an entry of the pipeline names that it no
+// longer runs on, and says what each holds. A member the hub cannot reach as the cluster the
+// entry names (it left the inventory, or its entry points at another cluster now) is not asked.
+func (r *CoordinatorReconciler) cleanDeparted(ctx context.Context, p *urutauv1alpha1.CDCPipeline, w *world, entries []urutauv1alpha1.LeaseMember) map[entryKey]departedResult {
+	out := map[entryKey]departedResult{}
+	reachable := map[string]urutauv1alpha1.LeaseMember{}
+	for _, e := range entries {
+		if why := r.unreachableEntry(e, w); why != "" {
+			out[keyOf(e)] = departedResult{state: DepartedUnreachable, message: why}
+			continue
+		}
+		reachable[e.Cluster] = e
+	}
+	done, late := fanOut(ctx, r.fanOutOptions(client.ObjectKeyFromObject(p), "clean"), sortedKeys(reachable), func(ctx context.Context, m string) departedResult {
+		return r.cleanOn(ctx, m, reachable[m])
+	}, func(_ string, err error) departedResult {
+		return departedResult{state: DepartedHolding, message: err.Error()}
+	})
+	for m, d := range done {
+		out[keyOf(reachable[m])] = d
+	}
+	for _, m := range late {
+		out[keyOf(reachable[m])] = departedResult{state: DepartedHolding, message: fmt.Sprintf("removing: waiting for cluster %q to answer", m)}
+	}
+	return out
+}
+
+// unreachableEntry says why the member an entry names cannot be cleaned now, "" when it can.
+func (r *CoordinatorReconciler) unreachableEntry(e urutauv1alpha1.LeaseMember, w *world) string {
+	if _, ok := w.inventory[e.Cluster]; !ok {
+		return fmt.Sprintf("cluster %q left the cluster inventory while it may hold this pipeline's objects: the hub leaves them as they are until it is registered again (under any name) or a person confirms it gone (annotate the CDCPipeline %s=%s)",
+			e.Cluster, urutauv1alpha1.AnnotationConfirmGone, e.Cluster)
+	}
+	if down, msg := r.members.down(e.Cluster); down {
+		return msg
+	}
+	if id, ok := w.ids[e.Cluster]; ok && id != e.ClusterID {
+		return fmt.Sprintf("cluster %q now answers as identity %s; this pipeline's objects went to identity %s, which the hub cannot reach", e.Cluster, id, e.ClusterID)
+	}
+	return ""
+}
+
+// cleanOn runs a cleanJob on member, unless it is slow; a timeout marks it down.
+func (r *CoordinatorReconciler) cleanOn(ctx context.Context, member string, e urutauv1alpha1.LeaseMember) departedResult {
+	c, err := r.members.conn(ctx, member)
+	if err == nil {
+		err = r.members.sameCluster(ctx, c, e.ClusterID)
+	}
+	if err != nil {
+		return departedResult{state: DepartedUnreachable, message: err.Error()}
+	}
+	d := (&cleanJob{conn: c, entry: e}).run(ctx)
+	if d.timedOut {
+		d.message = r.markTimedOut(member)
+	}
+	return d
+}
+
+// followRenames returns l with every entry moved to the name its cluster is registered under
+// now (a renamed inventory entry: the same cluster), or l itself when none moved. An entry goes to
+// the target of that identity when the pipeline has one (one cluster, one set of objects, whatever
+// its names), else to the one registered name with that identity; two entries that become one
+// keep the state that counts more (Active over Drained over Gone).
+func followRenames(l *urutauv1alpha1.ReaderLease, targets, ids map[string]string) *urutauv1alpha1.ReaderLease {
+	if l == nil {
+		return nil
+	}
+	next := l.DeepCopy()
+	moved := false
+	for i, e := range next.Spec.Members {
+		if name := renamedTo(e, targets, ids); name != "" && name != e.Cluster {
+			next.Spec.Members[i].Cluster, moved = name, true
+		}
+	}
+	if !moved {
+		return l
+	}
+	next.Spec.Members = mergeEntries(next.Spec.Members)
+	return next
+}
+
+// renamedTo is the name entry e's cluster goes by now, "" when it cannot be told.
+func renamedTo(e urutauv1alpha1.LeaseMember, targets, ids map[string]string) string {
+	for _, t := range sortedKeys(targets) {
+		if targets[t] == e.ClusterID {
+			return t
+		}
+	}
+	if ids[e.Cluster] == e.ClusterID {
+		return e.Cluster
+	}
+	var names []string
+	for _, n := range sortedKeys(ids) {
+		if ids[n] == e.ClusterID {
+			names = append(names, n)
+		}
+	}
+	if len(names) == 1 {
+		return names[0]
+	}
+	return ""
+}
+
+// mergeEntries keeps one entry per key, the one whose state counts more.
+func mergeEntries(entries []urutauv1alpha1.LeaseMember) []urutauv1alpha1.LeaseMember {
+	rank := map[urutauv1alpha1.LeaseMemberState]int{urutauv1alpha1.LeaseMemberActive: 3, urutauv1alpha1.LeaseMemberDrained: 2, urutauv1alpha1.LeaseMemberGone: 1}
+	at := map[entryKey]int{}
+	var out []urutauv1alpha1.LeaseMember
+	for _, e := range entries {
+		if i, dup := at[keyOf(e)]; dup {
+			if rank[e.State] > rank[out[i].State] {
+				out[i] = e
+			}
+			continue
+		}
+		at[keyOf(e)] = len(out)
+		out = append(out, e)
+	}
+	return out
+}
+
+// consumeConfirmations removes the confirm-cluster-gone annotation once the hub has read it: a
+// confirmation applies to the move it was given for, never to a later one. Each name is reported
+// as acted on, or ignored when that cluster was not holding anything back.
+func (r *CoordinatorReconciler) consumeConfirmations(ctx context.Context, p *urutauv1alpha1.CDCPipeline, acted []string) error {
+	given := ConfirmedGone(p)
+	if given.Len() == 0 {
+		return nil
+	}
+	actedOn := sets.New(acted...)
+	for _, m := range sets.List(given) {
+		if actedOn.Has(m) {
+			r.event(p, corev1.EventTypeWarning, EventConfirmedGone, "Move",
+				"cluster %q confirmed gone by %s: it no longer holds the move; it is emptied if it ever answers again", m, urutauv1alpha1.AnnotationConfirmGone)
+		} else {
+			r.event(p, corev1.EventTypeNormal, EventConfirmationIgnored, "Move",
+				"%s named cluster %q, which was not holding a move back (it answers, or holds no reader of this pipeline): ignored and removed", urutauv1alpha1.AnnotationConfirmGone, m)
+		}
+	}
+	orig := p.DeepCopy()
+	delete(p.Annotations, urutauv1alpha1.AnnotationConfirmGone)
+	if err := r.writeHub(p, func() error {
+		return r.Client.Patch(ctx, p, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}), client.FieldOwner(r.FieldManager))
+	}); err != nil {
+		return fmt.Errorf("removing the %s annotation once acted on: %w", urutauv1alpha1.AnnotationConfirmGone, err)
+	}
+	return nil
+}
+
+// ConfirmedGone is the set of members a person confirmed gone with the annotation
+// urutau.io/confirm-cluster-gone: "<name>[,<name>...]" on the CDCPipeline.
+func ConfirmedGone(p *urutauv1alpha1.CDCPipeline) sets.Set[string] {
+	out := sets.New[string]()
+	for _, n := range strings.Split(p.Annotations[urutauv1alpha1.AnnotationConfirmGone], ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			out.Insert(n)
+		}
+	}
+	return out
+}

@@ -1,0 +1,259 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
+	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
+
+	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
+	"github.com/urutau-io/fleet/internal/fleet/inventory"
+)
+
+// Defaults of the reconciler's settings.
+const (
+	// DefaultFieldManager is the base of every field manager (docs/architecture.md, "Contracts");
+	// the single-cluster operator's default, so a pipeline moving to the fleet keeps the same base.
+	DefaultFieldManager = "urutau-operator"
+	// ControllerName names the controller (metrics, logs) and the event reporter.
+	ControllerName = "urutau-fleet"
+	// DefaultMemberTimeout bounds the work on one member in one reconcile.
+	DefaultMemberTimeout = 10 * time.Second
+	// DefaultTombstoneGrace is how long a deleted pipeline waits for a member to be emptied
+	// before leaving a tombstone (its ReaderLease entry) and letting the CR go.
+	DefaultTombstoneGrace = 2 * time.Minute
+	// DefaultRetryInterval retries missing Secrets and members that do not answer.
+	DefaultRetryInterval = 30 * time.Second
+	// DefaultWaitInterval polls a departed member until its reader pods are gone.
+	DefaultWaitInterval = 5 * time.Second
+	// DefaultMaxConcurrentReconciles is the number of pipelines reconciled at once.
+	DefaultMaxConcurrentReconciles = 4
+	// DefaultLeaseNamespace holds the ReaderLeases on the hub.
+	DefaultLeaseNamespace = "urutau-system"
+	// DefaultOrphanScanInterval is how often each member's cache is scanned for orphans.
+	DefaultOrphanScanInterval = 5 * time.Minute
+)
+
+// CoordinatorReconciler places CDCPipelines of the hub on member clusters and keeps their
+// coordinator workload applied there. Its public shape is the single-cluster operator's
+// (Image, Recorder, FieldManager, KEDA settings, Reconcile, SetupWithManager,
+// SetupWebhookWithManager), plus what a fleet needs. One reconcile is a short list of phases
+// (Reconcile); the work on each member is its own type (applyJob, cleanJob).
+type CoordinatorReconciler struct {
+	// Client reads and writes the hub. Defaults to the local manager's client.
+	Client client.Client
+	// APIReader reads the hub's API server itself, for the reads a stale cache must not answer.
+	// Defaults to the local manager's.
+	APIReader client.Reader
+	// Manager reaches member clusters (GetCluster). Set by SetupWithManager when nil.
+	Manager mcmanager.Manager
+	// Inventory lists member clusters and their labels.
+	Inventory inventory.Inventory
+
+	// Image is the default coordinator image (--coordinator-image).
+	Image string
+	// Recorder emits events on CDCPipelines. Defaults to the local manager's events recorder.
+	Recorder events.EventRecorder
+	// FieldManager is the base field manager (--field-manager); members get FieldManagerFor.
+	FieldManager string
+	// KEDAPrometheusAddress turns KEDA on (--keda-prometheus-address); a member's inventory
+	// entry may override it with AnnotationKEDAPrometheusAddress.
+	KEDAPrometheusAddress string
+	// KEDAThreshold is the ScaledObject trigger threshold (--keda-threshold).
+	KEDAThreshold string
+
+	// MemberTimeout bounds the work on one member in one reconcile.
+	MemberTimeout time.Duration
+	// TombstoneGrace bounds how long a deletion waits on a member before tombstoning it.
+	TombstoneGrace time.Duration
+	// LeaseNamespace holds the ReaderLeases on the hub.
+	LeaseNamespace string
+	// MaxConcurrentReconciles is per controller (manager-wide options are not applied by
+	// multicluster-runtime v0.24.1).
+	MaxConcurrentReconciles int
+	// RetryInterval retries missing Secrets and members that do not answer.
+	RetryInterval time.Duration
+	// WaitInterval polls a departed member while its reader pods go away.
+	WaitInterval time.Duration
+	// HealthInterval is how often each member's health is checked (--member-health-interval);
+	// defaults to MemberTimeout, so a member that stops answering shows within twice that.
+	HealthInterval time.Duration
+	// OrphanScanInterval is how often each member is scanned for orphans (objects of pipelines
+	// no ReaderLease records there).
+	OrphanScanInterval time.Duration
+	// DeleteOrphans lets the hub delete orphans in every member (--delete-orphans); a member's
+	// inventory entry may allow it for that member alone (AnnotationDeleteOrphans).
+	DeleteOrphans bool
+	// Liveness follows whether members answer (its Track must be among the provider's REST
+	// options); without it, a reconcile waits for a hung member for half of MemberTimeout.
+	Liveness *Liveness
+
+	// The state that outlives one reconcile, all of it described in doc.go.
+	members memberSet
+	applier applier
+	leases  leaseStore
+	running runningWork
+	// queue is the controller's queue: work that ends late brings its pipeline back through it.
+	queue atomic.Pointer[workqueue.TypedRateLimitingInterface[mcreconcile.Request]]
+	// hubEchoes and leaseEchoes filter the hub watch events of our own writes to pipelines and
+	// ReaderLeases (echoFilter).
+	hubEchoes, leaseEchoes echoFilter
+	// health checks every member periodically (health.go).
+	health *healthMonitor
+	// lookAgain holds the pipelines whose writes crossed a change by someone else: they are
+	// reconciled again at once.
+	lookAgain sync.Map
+}
+
+// Reconcile brings one hub CDCPipeline's members to its spec, in phases: deletion first, then the
+// finalizer, observation of the world, the terminal gate, placement under the reader lease, the
+// applies, and the status, written only when it changed.
+func (r *CoordinatorReconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (ctrl.Result, error) {
+	if req.ClusterName != mcmanager.LocalCluster {
+		// Member events are mapped to hub requests; nothing else is ours.
+		return ctrl.Result{}, nil
+	}
+	res, err := r.reconcile(ctx, req)
+	if errors.Is(err, errLeaseChanged) {
+		// Another writer moved the lease since we read it: decide again on what it wrote.
+		ctrl.LoggerFrom(ctx).V(1).Info("reader lease changed; reconciling again", "reason", err.Error())
+		return ctrl.Result{RequeueAfter: lookAgainAfter}, nil
+	}
+	if _, again := r.lookAgain.LoadAndDelete(req.NamespacedName); again && err == nil && (res.RequeueAfter <= 0 || res.RequeueAfter > lookAgainAfter) {
+		// A change by someone else crossed one of our writes (echoFilter): see it now.
+		res.RequeueAfter = lookAgainAfter
+	}
+	return res, err
+}
+
+// lookAgainAfter is how soon a pipeline is reconciled again when a change by someone else
+// crossed one of our writes to it, or won a race for its lease.
+const lookAgainAfter = 10 * time.Millisecond
+
+func (r *CoordinatorReconciler) reconcile(ctx context.Context, req mcreconcile.Request) (ctrl.Result, error) {
+	p, err := r.fetch(ctx, req.NamespacedName)
+	if p == nil || err != nil {
+		return ctrl.Result{}, err
+	}
+	if !p.DeletionTimestamp.IsZero() {
+		return r.reconcileDelete(ctx, p)
+	}
+	if err := r.ensureFinalizer(ctx, p); err != nil {
+		return ctrl.Result{}, err
+	}
+	w, err := r.observe(ctx, p)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if stop, err := r.gate(ctx, p, w); stop || err != nil {
+		return ctrl.Result{}, err
+	}
+	plan, err := r.place(ctx, p, w)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	results := r.applyAll(ctx, p, w, plan)
+	return r.report(ctx, p, w, plan, results)
+}
+
+// fetch reads the pipeline; nil when it is gone (what is kept about it is dropped).
+func (r *CoordinatorReconciler) fetch(ctx context.Context, key types.NamespacedName) (*urutauv1alpha1.CDCPipeline, error) {
+	p := &urutauv1alpha1.CDCPipeline{}
+	if err := r.Client.Get(ctx, key, p); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.members.backoff.forgetPipeline(key)
+			r.hubEchoes.forget(key.String())
+			return nil, nil
+		}
+		return nil, err
+	}
+	return p, nil
+}
+
+// ensureFinalizer adds the finalizer before anything is written to a member.
+func (r *CoordinatorReconciler) ensureFinalizer(ctx context.Context, p *urutauv1alpha1.CDCPipeline) error {
+	if controllerutil.ContainsFinalizer(p, urutauv1alpha1.Finalizer) {
+		return nil
+	}
+	orig := p.DeepCopy()
+	controllerutil.AddFinalizer(p, urutauv1alpha1.Finalizer)
+	if err := r.writeHub(p, func() error {
+		return r.Client.Patch(ctx, p, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}), client.FieldOwner(r.FieldManager))
+	}); err != nil {
+		return fmt.Errorf("adding finalizer: %w", err)
+	}
+	return nil
+}
+
+// requeue has pipelines reconciled again.
+func (r *CoordinatorReconciler) requeue(keys ...types.NamespacedName) {
+	q := r.queue.Load()
+	if q == nil {
+		return
+	}
+	for _, k := range keys {
+		(*q).Add(mcreconcile.Request{Request: reconcile.Request{NamespacedName: k}, ClusterName: mcmanager.LocalCluster})
+	}
+}
+
+// writeHub makes one write to pipeline p through write, which updates p with the answer, and
+// tells the hub echo filter about it.
+func (r *CoordinatorReconciler) writeHub(p *urutauv1alpha1.CDCPipeline, write func() error) error {
+	key := hubKey(p)
+	r.hubEchoes.begin(key)
+	err := write()
+	rv := ""
+	if err == nil {
+		rv = p.ResourceVersion
+	}
+	if r.hubEchoes.end(key, rv) {
+		r.lookAgain.Store(client.ObjectKeyFromObject(p), true)
+	}
+	return err
+}
+
+func hubKey(o client.Object) string { return o.GetNamespace() + "/" + o.GetName() }
+
+// nowRFC3339 is a terminated.at value.
+func nowRFC3339() string { return time.Now().UTC().Format(time.RFC3339) }
+
+// fanOutOptions are fanOut's options for the reconcile of pipeline key: work on a member starts
+// only where none of that pipeline's runs, a member whose work the reconcile stops waiting for is slow (memberBreaker), and
+// work that ends late brings the pipeline back, with the pipelines that skipped the member meanwhile.
+func (r *CoordinatorReconciler) fanOutOptions(key types.NamespacedName, what string) fanOutOptions {
+	return fanOutOptions{
+		what:     what,
+		timeout:  r.MemberTimeout,
+		patience: r.MemberTimeout / 2,
+		start: func(m string) bool {
+			return !r.members.breaker.skip(m, key) && r.running.begin(workKey{key, m})
+		},
+		slow: func(m string) {
+			r.members.breaker.markSlow(m)
+			memberHeld.WithLabelValues(m).Set(1)
+		},
+		giveUp: func(m string, begun time.Time) bool {
+			return r.members.breaker.isSlow(m) || r.Liveness.silent(r.members.host(m), begun, time.Now()) >= memberSilence
+		},
+		end: func(m string, late bool) {
+			r.running.end(workKey{key, m})
+			if late {
+				memberHeld.WithLabelValues(m).Set(0)
+				r.requeue(append(r.members.breaker.settle(m), key)...)
+			}
+		},
+	}
+}

@@ -1,0 +1,174 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/util/sets"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
+)
+
+// report writes what the reconcile found into the status (only when it changed), emits the
+// events of what changed, and says when to look again.
+func (r *CoordinatorReconciler) report(ctx context.Context, p *urutauv1alpha1.CDCPipeline, w *world, pl *placement, results map[string]memberResult) (ctrl.Result, error) {
+	obs := observation(p, w, pl, results)
+	orig := p.DeepCopy()
+	p.Status = ComputeStatus(p.Status, obs)
+	r.emitEvents(p, orig, results, pl)
+	if err := r.patchStatus(ctx, orig, p, false); err != nil {
+		return ctrl.Result{}, err
+	}
+	if obs.Terminated != nil {
+		ctrl.LoggerFrom(ctx).Info("terminated", "reason", obs.Terminated.Reason, "cluster", obs.Terminated.Cluster)
+		return ctrl.Result{}, nil
+	}
+	return ctrl.Result{RequeueAfter: r.nextLook(w, obs, pl, results)}, nil
+}
+
+// observation gathers what the status is computed from.
+func observation(p *urutauv1alpha1.CDCPipeline, w *world, pl *placement, results map[string]memberResult) Observation {
+	d := pl.decision
+	obs := Observation{
+		Generation: p.Generation, Now: statusNow(), Selected: w.selected, Unknown: w.unknown,
+		Waiting: d.Wait, SpecHash: w.specHash, LeaseName: w.leaseName, Refused: w.refused,
+		Deregistered: pl.deregistered, Terminated: firstTerminal(p, d.Run, results),
+		Lease: LeaseView{Known: true, Name: w.leaseName, Source: w.source, Holder: d.Holder, HolderLive: d.HolderLive, Blocking: d.Blocking, Namespace: p.Namespace},
+	}
+	shown := sets.New[string]()
+	for _, m := range d.Run {
+		obs.Members = append(obs.Members, results[m].obs)
+		shown.Insert(m)
+	}
+	for _, m := range d.Wait {
+		obs.Members = append(obs.Members, MemberObservation{Name: m, ClusterID: w.ids[m], Phase: urutauv1alpha1.ClusterPending,
+			Message: "waiting for " + blockingMessage(obs.Lease) + " before starting here"})
+		shown.Insert(m)
+	}
+	for m, why := range w.refused {
+		obs.Members = append(obs.Members, MemberObservation{Name: m, ClusterID: w.ids[m], Phase: urutauv1alpha1.ClusterPending, Message: why})
+		shown.Insert(m)
+	}
+	for m, err := range w.unidentified {
+		phase := urutauv1alpha1.ClusterPending
+		if isUnreachable(err) {
+			phase = urutauv1alpha1.ClusterUnreachable
+		}
+		obs.Members = append(obs.Members, MemberObservation{Name: m, Phase: phase, Message: err.Error()})
+		shown.Insert(m)
+	}
+	inventory := sets.New(d.Run...)
+	for _, e := range d.Departed {
+		inventory.Insert(e.Cluster)
+		if shown.Has(e.Cluster) {
+			continue
+		}
+		shown.Insert(e.Cluster)
+		obs.Members = append(obs.Members, departedObservation(e, pl.departed[keyOf(e)], &obs))
+	}
+	obs.Inventory = sets.List(inventory)
+	return obs
+}
+
+// departedObservation is how a member the pipeline left shows, and what it holds back.
+func departedObservation(e urutauv1alpha1.LeaseMember, d departedResult, obs *Observation) MemberObservation {
+	m := MemberObservation{Name: e.Cluster, ClusterID: e.ClusterID, Phase: urutauv1alpha1.ClusterDeleting, Message: d.message}
+	switch {
+	case e.State == urutauv1alpha1.LeaseMemberGone:
+		m.Message = "confirmed gone: emptied if it ever answers again"
+	case d.state == DepartedUnreachable && slicesContains(obs.Deregistered, e.Cluster):
+		m.Phase = urutauv1alpha1.ClusterOrphaned
+	case d.state == DepartedUnreachable:
+		m.Phase = urutauv1alpha1.ClusterUnreachable
+		m.Message = "no longer placed here, but the coordinator cannot be removed: " + d.message
+	}
+	if d.state == DepartedUnreachable && e.State == urutauv1alpha1.LeaseMemberActive && len(obs.Waiting) > 0 {
+		obs.BlockedBy = appendUnique(obs.BlockedBy, e.Cluster)
+	} else if e.State != urutauv1alpha1.LeaseMemberGone {
+		obs.Removing = appendUnique(obs.Removing, e.Cluster)
+	}
+	return m
+}
+
+// firstTerminal is the first member's termination, stamped for this generation.
+func firstTerminal(p *urutauv1alpha1.CDCPipeline, run []string, results map[string]memberResult) *urutauv1alpha1.Terminated {
+	for _, m := range run {
+		if t := results[m].terminal; t != nil {
+			out := t.DeepCopy()
+			out.At = nowRFC3339()
+			out.ObservedGeneration = p.Generation
+			return out
+		}
+	}
+	return nil
+}
+
+// nextLook is when to reconcile again without an event: soon while departed members drain, at
+// the retry interval while something outside the hub is awaited, at the earliest backoff of a
+// failing member; never while all is done (idle is quiet).
+func (r *CoordinatorReconciler) nextLook(w *world, obs Observation, pl *placement, results map[string]memberResult) time.Duration {
+	var after time.Duration
+	soonest := func(d time.Duration) {
+		if d > 0 && (after == 0 || d < after) {
+			after = d
+		}
+	}
+	if len(obs.Removing) > 0 {
+		// Pods going away in a member make no event the hub watches.
+		soonest(min(r.WaitInterval, r.RetryInterval))
+	}
+	// Lease changes and members answering again bring the pipeline back on their own; this is
+	// the safety net.
+	if len(obs.Waiting) > 0 || len(obs.BlockedBy) > 0 || len(pl.deregistered) > 0 || len(obs.Refused) > 0 || len(w.unidentified) > 0 {
+		soonest(r.RetryInterval)
+	}
+	for _, res := range results {
+		switch {
+		case res.retryIn > 0:
+			soonest(res.retryIn)
+		case res.retry, res.unreachable:
+			soonest(r.RetryInterval)
+		}
+	}
+	return after
+}
+
+// patchStatus merge-patches the hub status from orig to p, only when it changed (idle is
+// quiet). The merge patch carries only what we changed, so fields others write (phase, runId)
+// are not clobbered; lock adds a resourceVersion precondition where acting on a stale object
+// would be wrong (clearing a termination).
+func (r *CoordinatorReconciler) patchStatus(ctx context.Context, orig, p *urutauv1alpha1.CDCPipeline, lock bool) error {
+	if apiequality.Semantic.DeepEqual(orig.Status, p.Status) {
+		return nil
+	}
+	var opts []client.MergeFromOption
+	if lock {
+		opts = append(opts, client.MergeFromWithOptimisticLock{})
+	}
+	if err := r.writeHub(p, func() error {
+		return r.Client.Status().Patch(ctx, p, client.MergeFromWithOptions(orig, opts...), client.FieldOwner(r.FieldManager))
+	}); err != nil {
+		return fmt.Errorf("patching status: %w", err)
+	}
+	return nil
+}
+
+func slicesContains(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+func appendUnique(s []string, v string) []string {
+	if slicesContains(s, v) {
+		return s
+	}
+	return append(s, v)
+}

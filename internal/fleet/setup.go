@@ -1,0 +1,253 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+	mcbuilder "sigs.k8s.io/multicluster-runtime/pkg/builder"
+	mccontroller "sigs.k8s.io/multicluster-runtime/pkg/controller"
+	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
+	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
+
+	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
+	"github.com/urutau-io/fleet/internal/fleet/inventory"
+	"github.com/urutau-io/fleet/internal/webhook"
+)
+
+// The hub's RBAC markers are all in rbac.go.
+
+// Hub cache indexes.
+const (
+	// indexPipelineLease indexes CDCPipelines by the name of their ReaderLease, so a lease that
+	// changes finds the pipelines that wait for it.
+	indexPipelineLease = "urutau.io/reader-lease"
+)
+
+func (r *CoordinatorReconciler) setDefaults(mgr mcmanager.Manager) {
+	if r.Manager == nil {
+		r.Manager = mgr
+	}
+	local := mgr.GetLocalManager()
+	if r.Client == nil {
+		r.Client = local.GetClient()
+	}
+	if r.APIReader == nil {
+		r.APIReader = local.GetAPIReader()
+	}
+	if r.Recorder == nil {
+		r.Recorder = local.GetEventRecorder(ControllerName)
+	}
+	if r.FieldManager == "" {
+		r.FieldManager = DefaultFieldManager
+	}
+	r.MemberTimeout = orDefault(r.MemberTimeout, DefaultMemberTimeout)
+	r.TombstoneGrace = orDefault(r.TombstoneGrace, DefaultTombstoneGrace)
+	r.RetryInterval = orDefault(r.RetryInterval, DefaultRetryInterval)
+	r.WaitInterval = orDefault(r.WaitInterval, DefaultWaitInterval)
+	r.HealthInterval = orDefault(r.HealthInterval, r.MemberTimeout)
+	r.OrphanScanInterval = orDefault(r.OrphanScanInterval, DefaultOrphanScanInterval)
+	if r.LeaseNamespace == "" {
+		r.LeaseNamespace = DefaultLeaseNamespace
+	}
+	if r.MaxConcurrentReconciles <= 0 {
+		r.MaxConcurrentReconciles = DefaultMaxConcurrentReconciles
+	}
+	r.members.mgr = mgr
+	r.applier.base = r.FieldManager
+	r.leases = leaseStore{client: r.Client, live: r.APIReader, namespace: r.LeaseNamespace, owner: r.FieldManager}
+}
+
+func orDefault[T comparable](v, d T) T {
+	var zero T
+	if v == zero {
+		return d
+	}
+	return v
+}
+
+// SetupWithManager registers the controllers (CDCPipelines on the hub, with member objects,
+// inventory entries and ReaderLeases mapped back to them; ReaderLeases for tombstone replay),
+// the hub cache indexes, and the member health checks.
+func (r *CoordinatorReconciler) SetupWithManager(mgr mcmanager.Manager) error {
+	if r.Inventory == nil {
+		return errors.New("fleet: CoordinatorReconciler needs an Inventory")
+	}
+	r.setDefaults(mgr)
+	if err := r.indexFields(context.Background(), mgr.GetLocalManager().GetFieldIndexer()); err != nil {
+		return err
+	}
+	lr := r.leaseReconciler()
+	r.health = r.healthMonitor(mgr, lr)
+	if err := mgr.GetLocalManager().Add(r.health); err != nil {
+		return fmt.Errorf("adding the member health checks: %w", err)
+	}
+	if err := mgr.GetLocalManager().Add(&fleetGauges{hub: r.Client, leaseNamespace: r.LeaseNamespace}); err != nil {
+		return fmt.Errorf("adding the fleet gauges: %w", err)
+	}
+	if err := r.setupPipelineController(mgr); err != nil {
+		return err
+	}
+	return lr.setup(mgr, r)
+}
+
+// indexFields registers the hub cache indexes.
+func (r *CoordinatorReconciler) indexFields(ctx context.Context, idx client.FieldIndexer) error {
+	if err := idx.IndexField(ctx, &urutauv1alpha1.ReaderLease{}, indexLeasePipelines, leasePipelineUIDs); err != nil {
+		return fmt.Errorf("indexing ReaderLeases: %w", err)
+	}
+	err := idx.IndexField(ctx, &urutauv1alpha1.CDCPipeline{}, indexPipelineLease, func(o client.Object) []string {
+		p, ok := o.(*urutauv1alpha1.CDCPipeline)
+		if !ok {
+			return nil
+		}
+		return []string{LeaseName(sourceIdentity(p), p.UID)}
+	})
+	if err != nil {
+		return fmt.Errorf("indexing CDCPipelines: %w", err)
+	}
+	return nil
+}
+
+func (r *CoordinatorReconciler) setupPipelineController(mgr mcmanager.Manager) error {
+	local, members := mcbuilder.WithEngageWithLocalCluster(true), mcbuilder.WithEngageWithProviderClusters(false)
+	b := mcbuilder.ControllerManagedBy(mgr).
+		Named(ControllerName).
+		For(&urutauv1alpha1.CDCPipeline{}, local, members, mcbuilder.WithPredicates(r.notOurEcho())).
+		// A member that is not engaged yet must be retried, not dropped.
+		WithClusterNotFoundWrapper(false).
+		WithOptions(mccontroller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles})
+	for _, obj := range memberWatchedKinds() {
+		b = b.Watches(obj, r.memberEventHandler,
+			mcbuilder.WithEngageWithLocalCluster(false),
+			mcbuilder.WithEngageWithProviderClusters(true))
+	}
+	b = b.WatchesRawSource(r.queueSource())
+	b = b.Watches(r.Inventory.EntryType(), r.inventoryEventHandler, local, members,
+		mcbuilder.WithPredicates(predicate.NewPredicateFuncs(r.Inventory.IsEntry)))
+	b = b.Watches(&urutauv1alpha1.ReaderLease{}, r.leaseEventHandler, local, members,
+		mcbuilder.WithPredicates(inNamespace(r.LeaseNamespace)))
+	return b.Complete(r)
+}
+
+// queueSource is a source that only keeps the controller's queue, for requeue.
+func (r *CoordinatorReconciler) queueSource() source.TypedSource[mcreconcile.Request] {
+	return source.TypedFunc[mcreconcile.Request](func(_ context.Context, q workqueue.TypedRateLimitingInterface[mcreconcile.Request]) error {
+		r.queue.Store(&q)
+		return nil
+	})
+}
+
+func inNamespace(ns string) predicate.Predicate {
+	return predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetNamespace() == ns })
+}
+
+// leaseReconciler builds the tombstone replay controller, sharing the member state.
+func (r *CoordinatorReconciler) leaseReconciler() *LeaseReconciler {
+	return &LeaseReconciler{
+		client: r.Client, apiReader: r.APIReader, inventory: r.Inventory, members: &r.members, leases: &r.leases,
+		recorder: r.Recorder, options: func(key types.NamespacedName) fanOutOptions { return r.fanOutOptions(key, "replay") },
+		timedOut: r.markTimedOut,
+	}
+}
+
+// healthMonitor builds the member health checks: a change brings back the pipelines placed on
+// the member and the leases that name it; a member that answers is scanned for orphans.
+func (r *CoordinatorReconciler) healthMonitor(mgr mcmanager.Manager, lr *LeaseReconciler) *healthMonitor {
+	kind, err := apiutil.GVKForObject(r.Inventory.EntryType(), mgr.GetLocalManager().GetScheme())
+	if err != nil {
+		kind.Kind = "Secret"
+		kind.Version = "v1"
+	}
+	scanner := &orphanScanner{hub: r.Client, leases: &r.leases, recorder: r.Recorder, entryKind: kind,
+		interval: r.OrphanScanInterval, deleteAll: r.DeleteOrphans}
+	return &healthMonitor{
+		members: &r.members, inventory: r.Inventory, interval: r.HealthInterval, timeout: r.MemberTimeout,
+		changed: func(member string) {
+			ctx := context.Background()
+			r.requeue(r.pipelinesOn(ctx, member)...)
+			lr.requeue(lr.leasesFor(ctx, member, r.members.knownIdentity(member))...)
+		},
+		checked: func(ctx context.Context, member string, c *memberConn) {
+			if m, ok := r.inventoryMember(ctx, member); ok {
+				scanner.scan(ctx, m, c)
+			}
+		},
+	}
+}
+
+// setup registers the LeaseReconciler: ReaderLeases in the hub's namespace, and the inventory
+// entries, which bring back the leases that name a member that (re)joins.
+func (lr *LeaseReconciler) setup(mgr mcmanager.Manager, r *CoordinatorReconciler) error {
+	local, members := mcbuilder.WithEngageWithLocalCluster(true), mcbuilder.WithEngageWithProviderClusters(false)
+	entries := func(multicluster.ClusterName, cluster.Cluster) handler.TypedEventHandler[client.Object, mcreconcile.Request] {
+		return handler.TypedFuncs[client.Object, mcreconcile.Request]{
+			CreateFunc: func(ctx context.Context, e event.TypedCreateEvent[client.Object], q queue) {
+				for _, k := range lr.leasesFor(ctx, e.Object.GetName(), "") {
+					q.Add(localRequest(k))
+				}
+			},
+		}
+	}
+	return mcbuilder.ControllerManagedBy(mgr).
+		Named(ControllerName+"-lease").
+		For(&urutauv1alpha1.ReaderLease{}, local, members, mcbuilder.WithPredicates(inNamespace(r.LeaseNamespace))).
+		Watches(r.Inventory.EntryType(), entries, local, members, mcbuilder.WithPredicates(predicate.NewPredicateFuncs(r.Inventory.IsEntry))).
+		WatchesRawSource(source.TypedFunc[mcreconcile.Request](func(_ context.Context, q workqueue.TypedRateLimitingInterface[mcreconcile.Request]) error {
+			lr.queue.Store(&q)
+			return nil
+		})).
+		WithClusterNotFoundWrapper(false).
+		WithOptions(mccontroller.Options{MaxConcurrentReconciles: 2}).
+		Complete(lr)
+}
+
+// SetupWebhookWithManager registers the CDCPipeline validating webhook on the hub.
+func (r *CoordinatorReconciler) SetupWebhookWithManager(mgr mcmanager.Manager) error {
+	local := mgr.GetLocalManager()
+	return webhook.SetupWithManager(local, &webhook.CDCPipelineValidator{Client: local.GetAPIReader()})
+}
+
+// HubCacheByObject scopes the hub's cache of ReaderLeases to namespace; merge it into the
+// manager's cache.Options.ByObject.
+func HubCacheByObject(namespace string) map[client.Object]cache.ByObject {
+	return map[client.Object]cache.ByObject{
+		&urutauv1alpha1.ReaderLease{}: {Namespaces: map[string]cache.Config{namespace: {}}},
+	}
+}
+
+// inventoryMember is the inventory entry of member, if it has one.
+func (r *CoordinatorReconciler) inventoryMember(ctx context.Context, member string) (m inventory.Member, ok bool) {
+	members, err := r.Inventory.Members(ctx)
+	if err != nil {
+		return m, false
+	}
+	for _, x := range members {
+		if x.Name == member {
+			return x, true
+		}
+	}
+	return m, false
+}
+
+// requeue has leases reconciled again.
+func (lr *LeaseReconciler) requeue(keys ...types.NamespacedName) {
+	q := lr.queue.Load()
+	if q == nil {
+		return
+	}
+	for _, k := range keys {
+		(*q).Add(localRequest(k))
+	}
+}
