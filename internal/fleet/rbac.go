@@ -7,12 +7,12 @@ package fleet
 // shipped is used. The self-signed certificate's rights are not here: they ship with
 // config/hub/self-signed only.
 
-// CDCPipelines in every namespace (or --watch-namespaces): the cache (list, watch), live reads
-// (get), the finalizer by merge patch; status by merge patch. Inventory entries, ReaderLeases and
+// CDCPipelines in every namespace (or --watch-namespaces): the cache (list, watch), the finalizer
+// by merge patch; status by merge patch. Inventory entries, ReaderLeases and
 // the leader Lease live in the hub's own namespace only (the Role generated for urutau-system;
 // kustomize renames it with the install); events go to each pipeline's namespace.
-// +kubebuilder:rbac:groups=urutau.io,resources=cdcpipelines,verbs=get;list;watch;patch
-// +kubebuilder:rbac:groups=urutau.io,resources=cdcpipelines/status,verbs=get;patch
+// +kubebuilder:rbac:groups=urutau.io,resources=cdcpipelines,verbs=list;watch;patch
+// +kubebuilder:rbac:groups=urutau.io,resources=cdcpipelines/status,verbs=patch
 
 // PlacementPolicies: the webhook lists them live (internal/webhook/tenancy.go); a reconciler that
 // caches them adds watch here.

@@ -99,14 +99,15 @@ func checkHubIdentity(t *testing.T, c *testenv.Cluster, selfSigned bool) {
 		{"create", "", "events", "shop", ""}, {"create", "events.k8s.io", "events", "shop", ""},
 		{"list", "", "secrets", ns, ""}, {"watch", "", "secrets", ns, ""},
 		{"list", "multicluster.x-k8s.io", "clusterprofiles", ns, ""},
-		{"create", "", "configmaps", ns, ""}, {"delete", "", "configmaps", ns, ""},
-		{"update", "coordination.k8s.io", "leases", ns, ""}, {"create", "urutau.io", "readerleases", ns, ""},
+		{"update", "coordination.k8s.io", "leases", ns, ""},
+		{"create", "urutau.io", "readerleases", ns, ""}, {"update", "urutau.io", "readerleases", ns, ""}, {"delete", "urutau.io", "readerleases", ns, ""},
 		{"create", "authentication.k8s.io", "tokenreviews", "", ""}, {"create", "authorization.k8s.io", "subjectaccessreviews", "", ""},
 	}
 	denied := []access{
 		{"get", "", "secrets", "shop", ""}, {"list", "", "secrets", "", ""}, {"get", "", "secrets", "default", ""},
 		{"get", "", "secrets", ns, "eu-1"}, {"create", "", "secrets", ns, ""}, {"update", "", "secrets", ns, "eu-1"}, {"delete", "", "secrets", ns, "eu-1"},
-		{"create", "", "configmaps", "shop", ""}, {"update", "coordination.k8s.io", "leases", "kube-system", ""},
+		{"create", "", "configmaps", "shop", ""}, {"create", "", "configmaps", ns, ""}, {"update", "coordination.k8s.io", "leases", "kube-system", ""},
+		{"create", "urutau.io", "readerleases", "shop", ""},
 		{"delete", "urutau.io", "cdcpipelines", "shop", ""}, {"update", "urutau.io", "cdcpipelines", "shop", ""}, {"create", "", "pods", "shop", ""},
 		{"create", "urutau.io", "placementpolicies", "", ""}, {"list", "", "namespaces", "", ""},
 		{"patch", "admissionregistration.k8s.io", "validatingwebhookconfigurations", "", "someone-elses"},

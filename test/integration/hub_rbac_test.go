@@ -277,6 +277,8 @@ func prepareFleet(t *testing.T, c client.Client, member *testenv.Cluster) {
 		mustDo(t, cl.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop",
 			Labels: map[string]string{urutauv1alpha1.LabelFleetManaged: "true"}}}))
 	}
+	mustDo(t, member.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "orders-mysql",
+		Labels: map[string]string{urutauv1alpha1.LabelFleetSecret: "true"}}, StringData: map[string]string{"uri": "mysql://u@db:3306/shop"}}))
 	mustDo(t, c.Create(ctx, &urutauv1alpha1.PlacementPolicy{ObjectMeta: metav1.ObjectMeta{Name: "open"},
 		Spec: urutauv1alpha1.PlacementPolicySpec{Namespaces: []string{"shop"}, ClusterSelector: &metav1.LabelSelector{}}}))
 	kc, err := member.Kubeconfig()
@@ -450,11 +452,14 @@ func checkMetricsEndpoint(t *testing.T, c client.Client, port int) {
 }
 
 func rbacPipeline(name string, serverID int, clusters ...string) *urutauv1alpha1.CDCPipeline {
-	inline := fmt.Sprintf(`{"pipeline":%q,"source":{"kind":"mysql","serverId":%d},"sink":{"type":"iceberg","warehouse":"s3://lake/x"},"tables":[{"target":"raw.orders"}]}`, name, serverID)
+	inline := fmt.Sprintf(`{"pipeline":%q,"source":{"kind":"mysql","serverId":"%d"},"sink":{"type":"iceberg+rest","uri":"http://catalog.lake:8181/api/catalog","namespace":"raw","warehouse":"s3://lake/x"},"tables":[{"source":"shop.orders","target":"raw.orders","primaryKey":["id"]}]}`, name, serverID)
 	return &urutauv1alpha1.CDCPipeline{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name},
 		Spec: urutauv1alpha1.CDCPipelineSpec{
-			PipelineSpec: urutauv1alpha1.PipelineSpec{Definition: urutauv1alpha1.Definition{Inline: &runtime.RawExtension{Raw: []byte(inline)}}},
+			PipelineSpec: urutauv1alpha1.PipelineSpec{
+				Definition: urutauv1alpha1.Definition{Inline: &runtime.RawExtension{Raw: []byte(inline)}},
+				Secrets:    urutauv1alpha1.Secrets{Source: "orders-mysql"},
+			},
 			Placement:    urutauv1alpha1.Placement{Clusters: clusters},
 		},
 	}
