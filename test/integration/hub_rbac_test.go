@@ -460,7 +460,7 @@ func rbacPipeline(name string, serverID int, clusters ...string) *urutauv1alpha1
 				Definition: urutauv1alpha1.Definition{Inline: &runtime.RawExtension{Raw: []byte(inline)}},
 				Secrets:    urutauv1alpha1.Secrets{Source: "orders-mysql"},
 			},
-			Placement:    urutauv1alpha1.Placement{Clusters: clusters},
+			Placement: urutauv1alpha1.Placement{Clusters: clusters},
 		},
 	}
 }
