@@ -6,9 +6,17 @@
 # A static binary on distroless, non-root, as config/hub/manager runs it (runAsUser 65532,
 # read-only root filesystem). hack/kind-e2e.sh builds and loads it.
 
+# Base images. Release builds pin them by digest, so a rebuilt tag cannot change what ships:
+#   docker build --build-arg GO_IMAGE=golang:1.26@sha256:<digest> \
+#     --build-arg BASE_IMAGE=gcr.io/distroless/static:nonroot@sha256:<digest> .
+# (`docker buildx imagetools inspect <image>` prints a tag's current digest.) The defaults are the
+# tags, for local builds.
+ARG GO_IMAGE=golang:1.26
+ARG BASE_IMAGE=gcr.io/distroless/static:nonroot
+
 # The compiler runs on the build machine's platform and cross-compiles to the target's (Go needs no
 # emulation for that), so an arm64 image builds as fast as an amd64 one.
-FROM --platform=$BUILDPLATFORM golang:1.26 AS build
+FROM --platform=$BUILDPLATFORM ${GO_IMAGE} AS build
 WORKDIR /src
 # The module proxy to download from; pass yours with --build-arg GOPROXY="$(go env GOPROXY)".
 ARG GOPROXY=https://proxy.golang.org,direct
@@ -36,7 +44,7 @@ RUN GOOS=${TARGETOS:-linux} GOARCH=${TARGETARCH} go build -trimpath \
       -X github.com/urutau-io/fleet/internal/version.buildDate=${BUILD_DATE}" \
     -o /out/hub ./cmd/hub
 
-FROM gcr.io/distroless/static:nonroot
+FROM ${BASE_IMAGE}
 ARG VERSION=
 ARG REVISION=
 LABEL org.opencontainers.image.title="urutau fleet hub" \

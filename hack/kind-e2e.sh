@@ -296,6 +296,16 @@ deploy_hub() {
 	kubectl --kubeconfig "$kc" -n "$HUB_NAMESPACE" rollout status deployment/urutau-fleet-hub --timeout=5m
 	kubectl --kubeconfig "$kc" create namespace "$E2E_NAMESPACE" --dry-run=client -o yaml |
 		kubectl --kubeconfig "$kc" apply -f -
+	# The hub places nothing without a PlacementPolicy: let the e2e namespace use every member.
+	kubectl --kubeconfig "$kc" apply --server-side -f - <<-EOF
+		apiVersion: urutau.io/v1alpha1
+		kind: PlacementPolicy
+		metadata:
+		  name: e2e
+		spec:
+		  namespaces: [$E2E_NAMESPACE]
+		  clusterSelector: {}
+	EOF
 }
 
 # register_member gives the hub member's config/spoke identity: a kubeconfig with a token of the
@@ -307,6 +317,14 @@ register_member() {
 	kc=$(kubeconfig_of "$name")
 	log "member $name: config/spoke, and its kubeconfig Secret on the hub"
 	kubectl --kubeconfig "$kc" apply --server-side -k "$ROOT/config/spoke"
+	# Open the e2e namespace to the fleet, as the member's platform team would (config/spoke/README.md).
+	kubectl --kubeconfig "$kc" create namespace "$E2E_NAMESPACE" --dry-run=client -o yaml |
+		kubectl --kubeconfig "$kc" apply -f -
+	kubectl --kubeconfig "$kc" label namespace "$E2E_NAMESPACE" urutau.io/fleet-managed=true --overwrite
+	mkdir -p "$WORK/$name-open"
+	printf 'namespace: %s\nresources:\n  - %s\n' "$E2E_NAMESPACE" \
+		"$(realpath --relative-to="$WORK/$name-open" "$ROOT/config/spoke/pipeline-namespace")" >"$WORK/$name-open/kustomization.yaml"
+	kubectl --kubeconfig "$kc" apply --server-side -k "$WORK/$name-open"
 	token=$(kubectl --kubeconfig "$kc" create token urutau-fleet-hub -n urutau-fleet-system --duration=24h)
 	ip=$(docker inspect -f '{{.NetworkSettings.Networks.kind.IPAddress}}' "$(node_of "$name")")
 	[[ -n $ip ]] || die "no address of $(node_of "$name") on the kind network"

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,6 +15,8 @@ import (
 
 	"github.com/spf13/pflag"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/urutau-io/fleet/internal/credentials"
 )
 
 // Cluster providers --cluster-provider accepts.
@@ -52,10 +56,13 @@ type options struct {
 	webhookService        string
 	webhookConfiguration  string
 	webhookCertSecret     string
+	webhookCertHosts      []string
 	watchNamespaces       []string
 	kedaPrometheusAddress string
 	kedaThreshold         string
 	metricsAddr           string
+	metricsSecure         bool
+	metricsCertDir        string
 	probeAddr             string
 	pprofAddr             string
 	leaderElect           bool
@@ -71,11 +78,14 @@ type options struct {
 	orphanScanInterval      time.Duration
 	deleteOrphans           bool
 
+	// memberPolicy is what member credentials may use beyond the safe default.
+	memberPolicy credentials.Policy
+
 	zap zap.Options
 }
 
 // newFlagSet binds every flag to o, with its default.
-func newFlagSet(o *options, watchNamespaces *string) *pflag.FlagSet {
+func newFlagSet(o *options, watchNamespaces *string, serverAllowlist *[]string) *pflag.FlagSet {
 	fs := pflag.NewFlagSet("hub", pflag.ContinueOnError)
 	fs.SortFlags = false
 	// Parse reports errors to the caller, which prints them once (and --help on request).
@@ -105,7 +115,13 @@ func newFlagSet(o *options, watchNamespaces *string) *pflag.FlagSet {
 		"Prometheus address of KEDA ScaledObjects; empty disables KEDA. A member's inventory entry overrides it with the annotation urutau.io/keda-prometheus-address.")
 	fs.StringVar(&o.kedaThreshold, "keda-threshold", defaultKEDAThreshold,
 		"KEDA trigger threshold (a positive number); empty means the default, as in the single-cluster operator.")
-	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "Address of the metrics endpoint; \"0\" disables it.")
+	fs.StringSliceVar(&o.webhookCertHosts, "webhook-cert-hosts", nil,
+		"With --webhook-self-signed: further DNS names or IP addresses the serving certificate is for (when the API server calls the webhook by URL).")
+	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8443", "Address of the metrics endpoint; \"0\" disables it.")
+	fs.BoolVar(&o.metricsSecure, "metrics-secure", true,
+		"Serve metrics over HTTPS, only to callers the hub cluster authenticates and authorizes for get on /metrics (TokenReview and SubjectAccessReview). false serves plain HTTP to anyone who can connect.")
+	fs.StringVar(&o.metricsCertDir, "metrics-cert-dir", "",
+		"Directory holding the metrics endpoint's tls.crt and tls.key; empty: a self-signed certificate generated at start.")
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address of /healthz and /readyz.")
 	fs.StringVar(&o.pprofAddr, "pprof-bind-address", "", "Address of Go's /debug/pprof profiling endpoints (e.g. 127.0.0.1:6060); empty or \"0\" disables them.")
 	fs.BoolVar(&o.leaderElect, "leader-elect", true,
@@ -133,6 +149,14 @@ func newFlagSet(o *options, watchNamespaces *string) *pflag.FlagSet {
 		"Delete orphans in every member instead of only reporting them (per member: annotation urutau.io/delete-orphans=\"true\" on its inventory entry).")
 	fs.IntVar(&o.maxConcurrentReconciles, "max-concurrent-reconciles", 4, "CDCPipelines reconciled in parallel.")
 
+	// Member credentials (docs/security.md): refused unless the admin allows them here.
+	fs.BoolVar(&o.memberPolicy.AllowProxy, "member-allow-proxy", false,
+		"Let member kubeconfigs and ClusterProfiles set proxy-url. Off: a credential with a proxy is refused.")
+	fs.BoolVar(&o.memberPolicy.AllowInsecure, "member-allow-insecure-tls", false,
+		"Let member kubeconfigs and ClusterProfiles set insecure-skip-tls-verify instead of certificate-authority-data. Off: refused.")
+	fs.StringSliceVar(serverAllowlist, "member-server-allowlist", nil,
+		"Comma-separated hosts a member's server may name: exact names, *.domain wildcards, CIDRs. Empty: any host but link-local, unspecified and multicast addresses.")
+
 	// zap's flags are Go flags; pflag carries them unchanged (--zap-log-level, --zap-devel, ...).
 	gofs := flag.NewFlagSet("zap", flag.ContinueOnError)
 	o.zap.BindFlags(gofs)
@@ -145,10 +169,16 @@ func newFlagSet(o *options, watchNamespaces *string) *pflag.FlagSet {
 func parseFlags(args []string) (options, error) {
 	var o options
 	var watch string
-	fs := newFlagSet(&o, &watch)
+	var allowlist []string
+	fs := newFlagSet(&o, &watch, &allowlist)
 	if err := fs.Parse(args); err != nil {
 		return options{}, err
 	}
+	servers, err := credentials.ParseAllowlist(allowlist)
+	if err != nil {
+		return options{}, fmt.Errorf("--member-server-allowlist: %w", err)
+	}
+	o.memberPolicy.Servers = servers
 	if fs.NArg() > 0 {
 		return options{}, fmt.Errorf("unexpected arguments: %q", fs.Args())
 	}
@@ -205,6 +235,20 @@ func (o options) validate() error {
 	return errors.Join(errs...)
 }
 
+// certDir is where the webhook server reads its certificate.
+func (o options) certDir() string {
+	if o.webhookCertDir != "" {
+		return o.webhookCertDir
+	}
+	return filepath.Join(os.TempDir(), "k8s-webhook-server", "serving-certs")
+}
+
+// reservedNamespaces are the hub's own namespaces (--cluster-provider-namespace, --lease-namespace): no pipeline may live there, on the hub or in a
+// member (tenancy.Boundary.Reserved).
+func (o options) reservedNamespaces() []string {
+	return splitList(o.providerNamespace + "," + o.leaseNamespace)
+}
+
 // splitList splits a comma-separated list, trimming entries and dropping empty and repeated ones.
 func splitList(s string) []string {
 	var out []string
@@ -220,7 +264,8 @@ func splitList(s string) []string {
 func printUsage(w io.Writer) {
 	var o options
 	var watch string
-	fs := newFlagSet(&o, &watch)
+	var allowlist []string
+	fs := newFlagSet(&o, &watch, &allowlist)
 	fmt.Fprint(w, description)
 	fmt.Fprint(w, fs.FlagUsagesWrapped(100))
 }

@@ -10,6 +10,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/spf13/pflag"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/urutau-io/fleet/internal/credentials"
 )
 
 // defaults is what parseFlags returns for --coordinator-image=img alone.
@@ -23,7 +25,8 @@ func defaults() options {
 		webhookConfiguration:    "urutau-fleet-validating-webhook-configuration",
 		webhookCertSecret:       "urutau-fleet-webhook-cert",
 		kedaThreshold:           "30",
-		metricsAddr:             ":8080",
+		metricsAddr:             ":8443",
+		metricsSecure:           true,
 		probeAddr:               ":8081",
 		leaderElect:             true,
 		clusterProvider:         "kubeconfig",
@@ -60,13 +63,17 @@ func TestParseFlags(t *testing.T) {
 				"--cluster-provider=cluster-profile", "--cluster-provider-namespace=fleet",
 				"--member-timeout=3s", "--tombstone-grace=30s", "--lease-namespace=graves",
 				"--max-concurrent-reconciles=9", "--zap-devel", "--kubeconfig=/hub/config",
-				"--webhook-port=10443", "--webhook-cert-dir=/certs",
+				"--webhook-port=10443", "--webhook-cert-dir=/certs", "--webhook-cert-hosts=127.0.0.1,hub.local",
+				"--metrics-secure=false", "--metrics-cert-dir=/mcerts",
+				"--member-allow-proxy", "--member-allow-insecure-tls", "--member-server-allowlist=*.members.example, 10.0.0.0/8",
 				"--member-health-interval=4s", "--orphan-scan-interval=1m", "--delete-orphans",
 			},
 			want: func(o *options) {
 				*o = options{
 					coordinatorImage: "reg/urutau:1", fieldManager: "fm", enableWebhook: false,
-					webhookPort: 10443, webhookCertDir: "/certs",
+					webhookPort: 10443, webhookCertDir: "/certs", webhookCertHosts: []string{"127.0.0.1", "hub.local"},
+					metricsSecure: false, metricsCertDir: "/mcerts",
+					memberPolicy:         credentials.Policy{AllowProxy: true, AllowInsecure: true, Servers: mustAllowlist("*.members.example", "10.0.0.0/8")},
 					webhookService:       "urutau-fleet-webhook-service",
 					webhookConfiguration: "urutau-fleet-validating-webhook-configuration",
 					webhookCertSecret:    "urutau-fleet-webhook-cert",
@@ -99,6 +106,7 @@ func TestParseFlags(t *testing.T) {
 			args:    []string{"--cluster-provider=kind", "--keda-threshold=0", "--member-timeout=0s", "--tombstone-grace=-1s", "--max-concurrent-reconciles=0", "--field-manager=", "--cluster-provider-namespace=", "--webhook-port=70000"},
 			wantErr: []string{"--coordinator-image", "--cluster-provider must be", "--keda-threshold", "--member-timeout", "--tombstone-grace", "--max-concurrent-reconciles", "--field-manager", "--cluster-provider-namespace", "--webhook-port must be a port number"},
 		},
+		{name: "bad server allow-list", args: []string{"--coordinator-image=img", "--member-server-allowlist=api.example:6443"}, wantErr: []string{"--member-server-allowlist", "without a port"}},
 		{name: "unknown flag", args: []string{"--coordinator-image=img", "--nope"}, wantErr: []string{"unknown flag: --nope"}},
 		{name: "bad duration", args: []string{"--coordinator-image=img", "--member-timeout=soon"}, wantErr: []string{"member-timeout"}},
 		{name: "positional argument", args: []string{"--coordinator-image=img", "serve"}, wantErr: []string{"unexpected arguments"}},
@@ -124,11 +132,19 @@ func TestParseFlags(t *testing.T) {
 			tt.want(&want)
 			if diff := cmp.Diff(want, got, cmp.AllowUnexported(options{}), cmp.Comparer(func(a, b zap.Options) bool {
 				return a.Development == b.Development
-			})); diff != "" {
+			}), cmp.Comparer(func(a, b credentials.Allowlist) bool { return a.String() == b.String() })); diff != "" {
 				t.Errorf("options (-want +got):\n%s", diff)
 			}
 		})
 	}
+}
+
+func mustAllowlist(patterns ...string) credentials.Allowlist {
+	a, err := credentials.ParseAllowlist(patterns)
+	if err != nil {
+		panic(err)
+	}
+	return a
 }
 
 func TestHelp(t *testing.T) {

@@ -6,12 +6,11 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
-	"time"
 
 	kedav1alpha1 "github.com/kedacore/keda/v2/apis/keda/v1alpha1"
 	"github.com/spf13/pflag"
@@ -29,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
@@ -36,6 +36,7 @@ import (
 	"sigs.k8s.io/multicluster-runtime/providers/kubeconfig"
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
+	"github.com/urutau-io/fleet/internal/credentials"
 	"github.com/urutau-io/fleet/internal/fleet"
 	"github.com/urutau-io/fleet/internal/fleet/inventory"
 	"github.com/urutau-io/fleet/internal/fleet/inventory/clusterprofile"
@@ -82,11 +83,6 @@ func run(args []string, stdout io.Writer) error {
 		return fmt.Errorf("loading the hub's kubeconfig: %w", err)
 	}
 	ctx := ctrl.SetupSignalHandler()
-	if o.enableWebhook && o.webhookSelfSigned {
-		if err := ensureSelfSignedCert(ctx, o, cfg); err != nil {
-			return err
-		}
-	}
 	mgr, err := setup(ctx, o, cfg)
 	if err != nil {
 		return err
@@ -101,26 +97,45 @@ func run(args []string, stdout io.Writer) error {
 	return nil
 }
 
-// ensureSelfSignedCert provisions the webhook's certificate without cert-manager, before the
-// webhook server reads it (config/hub/self-signed).
-func ensureSelfSignedCert(ctx context.Context, o options, cfg *rest.Config) error {
+// selfSigned is the webhook certificate of --webhook-self-signed (config/hub/self-signed): kept in
+// --webhook-cert-dir, its CA in --webhook-cert-secret and on --webhook-configuration. It reads and
+// writes through an uncached client: it needs one Secret and one configuration, by name.
+func selfSigned(o options, cfg *rest.Config) (internalwebhook.SelfSigned, error) {
 	c, err := client.New(cfg, client.Options{})
 	if err != nil {
+		return internalwebhook.SelfSigned{}, err
+	}
+	return internalwebhook.SelfSigned{
+		Client: c, Namespace: o.providerNamespace, Service: o.webhookService, Hosts: o.webhookCertHosts,
+		Secret: o.webhookCertSecret, WebhookConfiguration: o.webhookConfiguration, CertDir: o.certDir(),
+		FieldManager: o.fieldManager,
+	}, nil
+}
+
+// addSelfSigned provisions the certificate before the webhook server reads it, and keeps it
+// current on every replica while the hub runs.
+func addSelfSigned(ctx context.Context, o options, cfg *rest.Config, mgr manager.Manager) error {
+	s, err := selfSigned(o, cfg)
+	if err != nil {
 		return err
-	}
-	certDir := o.webhookCertDir
-	if certDir == "" {
-		certDir = filepath.Join(os.TempDir(), "k8s-webhook-server", "serving-certs")
-	}
-	s := internalwebhook.SelfSigned{
-		Client: c, Namespace: o.providerNamespace, Service: o.webhookService, Secret: o.webhookCertSecret,
-		WebhookConfiguration: o.webhookConfiguration, CertDir: certDir, FieldManager: o.fieldManager,
-		RenewBefore: 30 * 24 * time.Hour,
 	}
 	if err := s.Ensure(ctx); err != nil {
 		return fmt.Errorf("provisioning the self-signed webhook certificate: %w", err)
 	}
-	return nil
+	return mgr.Add(s)
+}
+
+// metricsOptions serve /metrics over HTTPS to callers the hub cluster authenticates and
+// authorizes (get on the non-resource URL /metrics), unless --metrics-secure=false.
+func metricsOptions(o options) metricsserver.Options {
+	m := metricsserver.Options{BindAddress: o.metricsAddr}
+	if o.metricsSecure {
+		m.SecureServing = true
+		m.FilterProvider = filters.WithAuthenticationAndAuthorization
+		m.TLSOpts = []func(*tls.Config){internalwebhook.HardenTLS}
+		m.CertDir = o.metricsCertDir // empty: a self-signed certificate generated in memory
+	}
+	return m
 }
 
 // setup builds the hub: scheme, member provider, multicluster manager, controllers, webhook, health
@@ -136,20 +151,23 @@ func setup(ctx context.Context, o options, cfg *rest.Config) (mcmanager.Manager,
 		fleet.MemberClusterOptions(o.memberTimeout),
 	}
 	liveness := &fleet.Liveness{}
-	restOptions := []func(*rest.Config) error{fleet.MemberRequestDeadline(o.memberTimeout), liveness.Track}
-	provider, setupProvider := newProvider(o, memberOptions, restOptions)
+	// Screening first: the others only wrap the transport of a config that passed.
+	restOptions := []func(*rest.Config) error{credentials.RESTOption(o.memberPolicy), fleet.MemberRequestDeadline(o.memberTimeout), liveness.Track}
+	refusals := &inventory.Refusals{}
+	provider, setupProvider := newProvider(o, memberOptions, restOptions, refusals)
 
 	mgr, err := mcmanager.New(cfg, provider, manager.Options{
 		Scheme:                        scheme,
 		Cache:                         hubCacheOptions(o),
-		Metrics:                       metricsserver.Options{BindAddress: o.metricsAddr},
+		Metrics:                       metricsOptions(o),
 		HealthProbeBindAddress:        o.probeAddr,
 		PprofBindAddress:              o.pprofAddr,
 		LeaderElection:                o.leaderElect,
 		LeaderElectionID:              leaderElectionID,
 		LeaderElectionNamespace:       o.providerNamespace,
 		LeaderElectionReleaseOnCancel: true, // safe: the process exits as soon as Start returns
-		WebhookServer:                 webhook.NewServer(webhook.Options{Port: o.webhookPort, CertDir: o.webhookCertDir}),
+		WebhookServer: webhook.NewServer(webhook.Options{Port: o.webhookPort, CertDir: o.webhookCertDir,
+			TLSOpts: []func(*tls.Config){internalwebhook.HardenTLS}}),
 		// The kubeconfig provider engages members from one controller on kubeconfig Secrets, one
 		// worker by default: a member that does not answer held every other member's engagement
 		// for as long as its cache took to give up (found by test/faults). Secrets are
@@ -160,11 +178,18 @@ func setup(ctx context.Context, o options, cfg *rest.Config) (mcmanager.Manager,
 		return nil, fmt.Errorf("creating the manager: %w", err)
 	}
 	hub := mgr.GetLocalManager()
+	refusals.Recorder = hub.GetEventRecorder("urutau-fleet-inventory")
+	if o.enableWebhook && o.webhookSelfSigned {
+		if err := addSelfSigned(ctx, o, cfg, hub); err != nil {
+			return nil, err
+		}
+	}
 
+	members := newInventory(o, hub.GetClient())
 	coordinators := &fleet.CoordinatorReconciler{
 		Client:                  hub.GetClient(),
 		Manager:                 mgr,
-		Inventory:               newInventory(o, hub.GetClient()),
+		Inventory:               members,
 		Image:                   o.coordinatorImage,
 		Recorder:                hub.GetEventRecorder(fleet.ControllerName),
 		FieldManager:            o.fieldManager,
@@ -184,7 +209,18 @@ func setup(ctx context.Context, o options, cfg *rest.Config) (mcmanager.Manager,
 		return nil, fmt.Errorf("setting up the CDCPipeline controllers: %w", err)
 	}
 	if o.enableWebhook {
-		if err := coordinators.SetupWebhookWithManager(mgr); err != nil {
+		v := &internalwebhook.CDCPipelineValidator{Client: hub.GetAPIReader(), Tenancy: &internalwebhook.TenancyCheck{
+			Reader: hub.GetAPIReader(), Inventory: members, Reserved: o.reservedNamespaces(),
+		}}
+		// The uniqueness check reads the few pipelines sharing an identity from the cache's index,
+		// when the cache holds every pipeline of the hub; with --watch-namespaces it lists them live.
+		if len(o.watchNamespaces) == 0 {
+			if err := internalwebhook.IndexIdentities(ctx, hub.GetFieldIndexer()); err != nil {
+				return nil, fmt.Errorf("indexing CDCPipelines by source identity: %w", err)
+			}
+			v.Identities = hub.GetClient()
+		}
+		if err := internalwebhook.SetupWithManager(hub, v); err != nil {
 			return nil, fmt.Errorf("setting up the CDCPipeline webhook: %w", err)
 		}
 	}
@@ -249,14 +285,21 @@ const providerWorkers = 4
 // setupFunc registers a provider's own controller with the manager.
 type setupFunc func(context.Context, mcmanager.Manager) error
 
-// newProvider returns the member cluster provider --cluster-provider names.
-func newProvider(o options, memberOptions []cluster.Option, restOptions []func(*rest.Config) error) (multicluster.Provider, setupFunc) {
+// newProvider returns the member cluster provider --cluster-provider names. Both screen member
+// credentials (--member-allow-proxy, --member-allow-insecure-tls, --member-server-allowlist) and
+// record refusals in refusals.
+func newProvider(o options, memberOptions []cluster.Option, restOptions []func(*rest.Config) error, refusals *inventory.Refusals) (multicluster.Provider, setupFunc) {
 	if o.clusterProvider == providerClusterProfile {
-		p := clusterprofile.New(clusterprofile.Options{Namespace: o.providerNamespace, ClusterOptions: memberOptions, RESTOptions: restOptions})
+		p := clusterprofile.New(clusterprofile.Options{Namespace: o.providerNamespace, ClusterOptions: memberOptions,
+			RESTOptions: restOptions, Policy: o.memberPolicy, Refusals: refusals})
 		return p, p.SetupWithManager
 	}
 	p := kubeconfig.New(kubeconfig.Options{Namespace: o.providerNamespace, ClusterOptions: memberOptions, RESTOptions: restOptions})
-	return p, p.SetupWithManager
+	return p, func(ctx context.Context, mgr mcmanager.Manager) error {
+		// The provider reads each Secret through this manager's client, which screens it before the
+		// provider parses it (see inventory.ScreenedKubeconfigProvider).
+		return p.SetupWithManager(ctx, inventory.ScreenedKubeconfigProvider(mgr, o.providerNamespace, o.memberPolicy, refusals))
+	}
 }
 
 // newInventory lists the same entries the provider engages.

@@ -11,11 +11,17 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	clusterinventoryv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 	"sigs.k8s.io/yaml"
 
+	"github.com/urutau-io/fleet/internal/fleet/inventory"
 	"github.com/urutau-io/fleet/internal/fleet/inventory/clusterprofile"
 	"github.com/urutau-io/fleet/internal/fleet/inventory/inventorytest"
 	"github.com/urutau-io/fleet/internal/testenv"
@@ -103,4 +109,58 @@ func TestSetup(t *testing.T) {
 		g.Expect(cl.GetAPIReader().Get(ctx, client.ObjectKey{Name: "default"}, &ns)).To(Succeed())
 	}, 30*time.Second).Should(Succeed())
 	g.Consistently(done, 500*time.Millisecond).ShouldNot(Receive(), "the manager stopped early")
+
+	if mode == providerKubeconfig {
+		expectRefusedSecret(ctx, g, hubClient, mgr, kc)
+	}
+}
+
+// expectRefusedSecret registers a member whose kubeconfig runs `/hub` as an exec plugin: the
+// provider never engages it, the Secret gets a CredentialsRefused event naming the reason, and
+// member-a stays engaged.
+func expectRefusedSecret(ctx context.Context, g Gomega, hubClient client.Client, mgr mcmanager.Manager, memberKubeconfig []byte) {
+	cfg, err := clientcmd.Load(memberKubeconfig)
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, u := range cfg.AuthInfos {
+		u.Exec = &clientcmdapi.ExecConfig{Command: "/hub", Args: []string{"--leader-elect=false"}, APIVersion: "client.authentication.k8s.io/v1"}
+	}
+	evil, err := clientcmd.Write(*cfg)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(hubClient.Create(ctx, inventory.NewKubeconfigSecret("urutau-system", "member-exec", evil, nil, nil))).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		var list eventsv1.EventList
+		g.Expect(hubClient.List(ctx, &list, client.InNamespace("urutau-system"))).To(Succeed())
+		var notes []string
+		for _, e := range list.Items {
+			if e.Regarding.Name == "member-exec" && e.Reason == inventory.EventCredentialsRefused {
+				notes = append(notes, e.Note)
+			}
+		}
+		g.Expect(notes).To(ContainElement(ContainSubstring(`(exec): kubeconfig Secret urutau-system/member-exec: user`)))
+	}, 30*time.Second).Should(Succeed())
+	// And in the metric, by cluster and reason.
+	families, err := ctrlmetrics.Registry.Gather()
+	g.Expect(err).NotTo(HaveOccurred())
+	var refused float64
+	for _, f := range families {
+		if f.GetName() != "urutau_fleet_member_credentials_refused_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			l := map[string]string{}
+			for _, lp := range m.GetLabel() {
+				l[lp.GetName()] = lp.GetValue()
+			}
+			if l["cluster"] == "member-exec" && l["reason"] == "exec" {
+				refused += m.GetCounter().GetValue()
+			}
+		}
+	}
+	g.Expect(refused).To(BeNumerically(">=", 1), "urutau_fleet_member_credentials_refused_total{cluster=member-exec,reason=exec}")
+	g.Consistently(func() error {
+		_, err := mgr.GetCluster(ctx, "member-exec")
+		return err
+	}, time.Second, 100*time.Millisecond).Should(HaveOccurred(), "a refused member was engaged")
+	_, err = mgr.GetCluster(ctx, "member-a")
+	g.Expect(err).NotTo(HaveOccurred(), "member-a was disengaged")
 }

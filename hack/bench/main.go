@@ -329,7 +329,7 @@ func runSize(ctx context.Context, e *env, o options, s size, idx int) (result, e
 	}
 	hubArgs := []string{
 		"--coordinator-image=" + image, "--leader-elect=false", "--enable-webhook=false",
-		"--metrics-bind-address=" + metricsAddr, "--health-probe-bind-address=0",
+		"--metrics-bind-address=" + metricsAddr, "--metrics-secure=false", "--health-probe-bind-address=0",
 		"--cluster-provider-namespace=" + sysNS, "--watch-namespaces=" + hubNS + "," + deadNS + "," + hungNS,
 		"--max-concurrent-reconciles=" + strconv.Itoa(o.concurrency),
 	}

@@ -260,6 +260,9 @@ func parseDefinition(d urutauv1alpha1.Definition, p *field.Path) (*spec.Inline, 
 		}
 		return nil, errs
 	}
+	if e := CheckInlineSize(p.Child("inline"), raw); e != nil {
+		return nil, append(errs, e)
+	}
 	inline, perrs := spec.Parse(raw)
 	return inline, append(errs, perrs...)
 }
@@ -291,6 +294,10 @@ type quantityParser struct {
 
 func (q quantityParser) optional(v string, p *field.Path) *resource.Quantity {
 	if v == "" {
+		return nil
+	}
+	if e := CheckQuantityBounds(p, v); e != nil {
+		*q.errs = append(*q.errs, e)
 		return nil
 	}
 	r, err := resource.ParseQuantity(v)

@@ -26,17 +26,7 @@ import (
 	"github.com/urutau-io/fleet/internal/webhook"
 )
 
-// RBAC of the hub on the hub. CDCPipelines in every namespace (or --watch-namespaces);
-// inventory entries, ReaderLeases and the leader Lease in the hub's own namespace only (the Role
-// generated for urutau-system; kustomize renames it with the install); events go to each
-// pipeline's namespace.
-// +kubebuilder:rbac:groups=urutau.io,resources=cdcpipelines,verbs=get;list;watch;patch
-// +kubebuilder:rbac:groups=urutau.io,resources=cdcpipelines/status,verbs=get;patch
-// +kubebuilder:rbac:groups=urutau.io,resources=cdcpipelines/finalizers,verbs=update
-// +kubebuilder:rbac:groups=urutau.io,namespace=urutau-system,resources=readerleases,verbs=get;list;watch;create;update;delete
-// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=urutau-system,resources=leases,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
-// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+// The hub's RBAC markers are all in rbac.go.
 
 // Hub cache indexes.
 const (

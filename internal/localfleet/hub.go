@@ -22,6 +22,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	certutil "k8s.io/client-go/util/cert"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -104,9 +106,13 @@ func Up(ctx context.Context, o FleetOptions) (*Fleet, error) {
 		return nil, err
 	}
 
-	o.logf("installing the CDCPipeline CRD on the hub")
+	o.logf("installing the CDCPipeline, ReaderLease and PlacementPolicy CRDs on the hub")
 	if err := ApplyFiles(ctx, hub, filepath.Join(o.RepoRoot, "config/hub/crd/bases/urutau.io_cdcpipelines.yaml"),
-		filepath.Join(o.RepoRoot, "config/hub/crd/bases/urutau.io_readerleases.yaml")); err != nil {
+		filepath.Join(o.RepoRoot, "config/hub/crd/bases/urutau.io_readerleases.yaml"),
+		filepath.Join(o.RepoRoot, "config/hub/crd/bases/urutau.io_placementpolicies.yaml")); err != nil {
+		return nil, err
+	}
+	if err := openPlacement(ctx, hub); err != nil {
 		return nil, err
 	}
 	kedaCRD, err := kedaCRDPath(ctx, o.RepoRoot)
@@ -130,7 +136,7 @@ func Up(ctx context.Context, o FleetOptions) (*Fleet, error) {
 			}
 		}
 		for _, ns := range o.Namespaces {
-			if err := ensureNamespace(ctx, mc, ns); err != nil {
+			if err := ensureMemberNamespace(ctx, mc, ns); err != nil {
 				return nil, err
 			}
 		}
@@ -176,7 +182,7 @@ func (f *Fleet) RegisterMember(ctx context.Context, m Member) error {
 	if err != nil {
 		return err
 	}
-	kubeconfig, err := os.ReadFile(f.opts.kubeconfigPath(m.Name))
+	kubeconfig, err := selfContained(f.opts.kubeconfigPath(m.Name))
 	if err != nil {
 		return err
 	}
@@ -192,6 +198,20 @@ func (f *Fleet) RegisterMember(ctx context.Context, m Member) error {
 		return fmt.Errorf("registering member %s: %w", m.Name, err)
 	}
 	return nil
+}
+
+// selfContained is the kubeconfig at path with the files it references (kwokctl writes paths to
+// its PKI) inlined, as `hub member-secret` makes it: the hub refuses file paths in member
+// credentials.
+func selfContained(path string) ([]byte, error) {
+	cfg, err := clientcmd.LoadFromFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := clientcmdapi.FlattenConfig(cfg); err != nil {
+		return nil, fmt.Errorf("inlining the files of %s: %w", path, err)
+	}
+	return clientcmd.Write(*cfg)
 }
 
 // StartHub starts the hub process (again) and waits for its webhook server to listen.
@@ -324,6 +344,34 @@ func waitForCRDs(ctx context.Context, c client.Client) error {
 		time.Sleep(200 * time.Millisecond)
 	}
 	return errors.New("CRDs not established after 30s")
+}
+
+// OpenPlacementPolicy is the PlacementPolicy a local fleet starts with: a development fleet lets
+// every hub namespace place on every member (system namespaces stay refused).
+const OpenPlacementPolicy = "localfleet-open"
+
+func openPlacement(ctx context.Context, hub client.Client) error {
+	p := &urutauv1alpha1.PlacementPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: OpenPlacementPolicy},
+		Spec: urutauv1alpha1.PlacementPolicySpec{
+			NamespaceSelector: &metav1.LabelSelector{}, ClusterSelector: &metav1.LabelSelector{},
+		},
+	}
+	if err := hub.Create(ctx, p); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating PlacementPolicy %s: %w", p.Name, err)
+	}
+	return nil
+}
+
+// ensureMemberNamespace creates a member namespace opened to the fleet, as a member's platform
+// team would (urutau.io/fleet-managed=true).
+func ensureMemberNamespace(ctx context.Context, c client.Client, name string) error {
+	err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name,
+		Labels: map[string]string{urutauv1alpha1.LabelFleetManaged: "true"}}})
+	if apierrors.IsAlreadyExists(err) {
+		return nil
+	}
+	return err
 }
 
 func ensureNamespace(ctx context.Context, c client.Client, name string) error {

@@ -3,7 +3,6 @@ package webhook
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -25,7 +24,7 @@ const Path = "/validate-urutau-io-v1alpha1-cdcpipeline"
 var groupKind = schema.GroupKind{Group: urutauv1alpha1.GroupVersion.Group, Kind: "CDCPipeline"}
 
 // +kubebuilder:webhook:path=/validate-urutau-io-v1alpha1-cdcpipeline,mutating=false,failurePolicy=fail,sideEffects=None,groups=urutau.io,resources=cdcpipelines,verbs=create;update,versions=v1alpha1,name=vcdcpipeline.urutau.io,admissionReviewVersions=v1
-// +kubebuilder:rbac:groups=urutau.io,resources=cdcpipelines,verbs=get;list;watch
+// +kubebuilder:rbac:groups=urutau.io,resources=cdcpipelines,verbs=list;watch
 
 // CDCPipelineValidator admits CDCPipelines on the hub. The rules are the pure functions ValidateSpec
 // and ValidateUpdate plus a hub-wide uniqueness check that lists every CDCPipeline through Client.
@@ -33,6 +32,11 @@ type CDCPipelineValidator struct {
 	// Client lists CDCPipelines in all namespaces. Prefer a live reader (mgr.GetAPIReader(), the
 	// default of SetupWithManager): a cache that lags lets a duplicate through.
 	Client client.Reader
+	// Identities, when set, is a cache with IdentityIndex: the uniqueness check reads only the
+	// pipelines that share the identity (uniqueness.go) instead of listing all through Client.
+	Identities client.Reader
+	// Tenancy, when set, applies the tenancy boundary (tenancy.go).
+	Tenancy *TenancyCheck
 }
 
 var _ admission.Validator[*urutauv1alpha1.CDCPipeline] = &CDCPipelineValidator{}
@@ -55,6 +59,9 @@ func SetupWithManager(mgr ctrl.Manager, v *CDCPipelineValidator) error {
 // ValidateCreate admits a new pipeline when its spec is valid and its source identity is unique
 // across the hub.
 func (v *CDCPipelineValidator) ValidateCreate(ctx context.Context, p *urutauv1alpha1.CDCPipeline) (admission.Warnings, error) {
+	if errs := validateLimits(p); len(errs) > 0 { // limits.go: before anything parses it
+		return nil, invalid(p, errs)
+	}
 	errs, warns := ValidateSpec(p)
 	if len(errs) == 0 {
 		uerrs, err := v.checkUniqueness(ctx, p)
@@ -63,7 +70,11 @@ func (v *CDCPipelineValidator) ValidateCreate(ctx context.Context, p *urutauv1al
 		}
 		errs = uerrs
 	}
-	return warns, invalid(p, errs)
+	terrs, twarns, err := v.tenancy(ctx, p)
+	if err != nil {
+		return warns, err
+	}
+	return append(warns, twarns...), invalid(p, append(errs, terrs...))
 }
 
 // ValidateUpdate admits an update when the new spec is valid and changes no immutable field. An
@@ -72,6 +83,9 @@ func (v *CDCPipelineValidator) ValidateCreate(ctx context.Context, p *urutauv1al
 func (v *CDCPipelineValidator) ValidateUpdate(ctx context.Context, oldObj, newObj *urutauv1alpha1.CDCPipeline) (admission.Warnings, error) {
 	if newObj.DeletionTimestamp != nil || apiequality.Semantic.DeepEqual(oldObj.Spec, newObj.Spec) {
 		return nil, nil
+	}
+	if errs := validateLimits(newObj); len(errs) > 0 {
+		return nil, invalid(newObj, errs)
 	}
 	errs, warns := ValidateSpec(newObj)
 	errs = append(errs, ValidateUpdate(oldObj, newObj)...)
@@ -88,7 +102,11 @@ func (v *CDCPipelineValidator) ValidateUpdate(ctx context.Context, oldObj, newOb
 			errs = uerrs
 		}
 	}
-	return warns, invalid(newObj, errs)
+	terrs, twarns, err := v.tenancy(ctx, newObj)
+	if err != nil {
+		return warns, err
+	}
+	return append(warns, twarns...), invalid(newObj, append(errs, terrs...))
 }
 
 // ValidateDelete admits every delete; the webhook is not registered for DELETE anyway.
@@ -96,8 +114,8 @@ func (v *CDCPipelineValidator) ValidateDelete(context.Context, *urutauv1alpha1.C
 	return nil, nil
 }
 
-// checkUniqueness lists every CDCPipeline of the hub and compares source identities. A List
-// failure is returned as an error: admission fails closed.
+// checkUniqueness compares p's reader identity with the other CDCPipelines of the hub
+// (uniqueness.go). A failed read is returned as an error: admission fails closed.
 func (v *CDCPipelineValidator) checkUniqueness(ctx context.Context, p *urutauv1alpha1.CDCPipeline) (field.ErrorList, error) {
 	if _, ok := identityOf(p); !ok {
 		return nil, nil
@@ -106,12 +124,7 @@ func (v *CDCPipelineValidator) checkUniqueness(ctx context.Context, p *urutauv1a
 		return nil, apierrors.NewInternalError(errors.New(
 			"the CDCPipeline webhook has no client to check that the source identity is unique across the hub"))
 	}
-	var list urutauv1alpha1.CDCPipelineList
-	if err := v.Client.List(ctx, &list); err != nil {
-		return nil, apierrors.NewInternalError(fmt.Errorf(
-			"cannot check that the source identity (MySQL serverId, Postgres slotName, Kafka groupId) is unique across the hub: listing CDCPipelines in all namespaces: %w; retry, and if it persists check the webhook's RBAC (list cdcpipelines cluster-wide)", err))
-	}
-	return validateUniqueness(p, list.Items), nil
+	return v.uniqueness(ctx, p) // uniqueness.go
 }
 
 // invalid is the one place an error list becomes an admission answer: a 422 Invalid whose causes

@@ -166,18 +166,25 @@ var _ = Describe("CDCPipeline admission against a real API server", func() {
 		Expect(w).To(ContainElement(ContainSubstring(`cluster "eu-9" is not in spec.placement.clusters`)))
 	})
 
-	It("keeps source identities unique across namespaces and names the other pipeline", func(ctx SpecContext) {
+	It("keeps source identities unique across namespaces, naming the other pipeline only in the same namespace", func(ctx SpecContext) {
 		first := fresh(ns, "first")
 		Expect(k8sClient.Create(ctx, first)).To(Succeed())
 
-		other := newNamespace(ctx)
 		id, _ := identityOf(first)
-		dup := pipeline(named(other, "second"), edit(func(d doc) { source(d)["serverId"] = id.Value }))
-		dup.TypeMeta = metav1.TypeMeta{}
-		err := k8sClient.Create(ctx, dup)
-		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "got %v", err)
+		same := pipeline(named(ns, "again"), edit(func(d doc) { source(d)["serverId"] = id.Value }))
+		same.TypeMeta = metav1.TypeMeta{}
+		err := k8sClient.Create(ctx, same)
 		Expect(causes(err)).To(Equal([]string{"spec.definition.inline.source.serverId"}))
 		Expect(err.Error()).To(ContainSubstring(ns + "/first"))
+
+		other := newNamespace(ctx)
+		dup := pipeline(named(other, "second"), edit(func(d doc) { source(d)["serverId"] = id.Value }))
+		dup.TypeMeta = metav1.TypeMeta{}
+		err = k8sClient.Create(ctx, dup)
+		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "got %v", err)
+		Expect(causes(err)).To(Equal([]string{"spec.definition.inline.source.serverId"}))
+		Expect(err.Error()).To(ContainSubstring("another namespace of the hub"))
+		Expect(err.Error()).NotTo(ContainSubstring("first"), "another tenant's pipeline is named")
 
 		pgA := pipeline(named(ns, "pg-a"), inline(postgresInline()), edit(func(d doc) { source(d)["slotName"] = "slot_" + ns[3:] }))
 		pgA.TypeMeta = metav1.TypeMeta{}
@@ -186,7 +193,8 @@ var _ = Describe("CDCPipeline admission against a real API server", func() {
 		pgB.TypeMeta = metav1.TypeMeta{}
 		err = k8sClient.Create(ctx, pgB)
 		Expect(causes(err)).To(Equal([]string{"spec.definition.inline.source.slotName"}))
-		Expect(err.Error()).To(ContainSubstring(ns + "/pg-a"))
+		Expect(err.Error()).To(ContainSubstring("another namespace of the hub"))
+		Expect(err.Error()).NotTo(ContainSubstring("pg-a"))
 
 		// Once the first pipeline is being deleted, its identity is free again.
 		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(first), first)).To(Succeed())

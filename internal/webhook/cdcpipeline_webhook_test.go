@@ -394,29 +394,29 @@ func badCases() []testCase {
 		// --- reader identity unique across the hub ---
 		{name: "serverId used in another namespace", obj: pipeline(),
 			others: others(pipeline(named("billing", "invoices"))),
-			errs:   []want{e(field.ErrorTypeDuplicate, src+".serverId", "billing/invoices", "set a source.serverId")}},
+			errs:   []want{e(field.ErrorTypeDuplicate, src+".serverId", "another namespace of the hub", "set a source.serverId")}},
 		{name: "serverId used with leading zeros", obj: pipeline(),
 			others: others(pipeline(named("billing", "invoices"), edit(func(d doc) { source(d)["serverId"] = "042" }))),
-			errs:   []want{e(field.ErrorTypeDuplicate, src+".serverId", "billing/invoices")}},
-		{name: "serverId used by two others, both named", obj: pipeline(),
+			errs:   []want{e(field.ErrorTypeDuplicate, src+".serverId", "another namespace of the hub")}},
+		{name: "serverId used by two others in other namespaces", obj: pipeline(),
 			others: others(pipeline(named("b", "two")), pipeline(named("a", "one"))),
-			errs:   []want{e(field.ErrorTypeDuplicate, src+".serverId", "a/one, b/two")}},
+			errs:   []want{e(field.ErrorTypeDuplicate, src+".serverId", "another namespace of the hub")}},
 		{name: "two mysql pipelines on the default serverId", obj: pipeline(edit(func(d doc) { delete(source(d), "serverId") })),
 			others: others(pipeline(named("billing", "invoices"), edit(func(d doc) { delete(source(d), "serverId") }))),
-			errs:   []want{e(field.ErrorTypeDuplicate, src+".serverId", `"1101"`, "billing/invoices", "default 1101")},
+			errs:   []want{e(field.ErrorTypeDuplicate, src+".serverId", `"1101"`, "another namespace of the hub", "default 1101")},
 			warns:  []string{"serverId is not set"}},
 		{name: "an explicit 1101 meets the default", obj: pipeline(edit(func(d doc) { source(d)["serverId"] = "1101" })),
 			others: others(pipeline(named("billing", "invoices"), edit(func(d doc) { delete(source(d), "serverId") }))),
-			errs:   []want{e(field.ErrorTypeDuplicate, src+".serverId", "billing/invoices")}},
+			errs:   []want{e(field.ErrorTypeDuplicate, src+".serverId", "another namespace of the hub")}},
 		{name: "postgres slotName used in another namespace", obj: pipeline(inline(postgresInline())),
 			others: others(pipeline(named("analytics", "pg-copy"), inline(postgresInline()), edit(func(d doc) { d["pipeline"] = "copy" }))),
-			errs:   []want{e(field.ErrorTypeDuplicate, src+".slotName", "analytics/pg-copy", "pick a source.slotName")}},
+			errs:   []want{e(field.ErrorTypeDuplicate, src+".slotName", "another namespace of the hub", "pick a source.slotName")}},
 		{name: "kafka groupId used in another namespace", obj: pipeline(inline(kafkaInline()), edit(func(d doc) { source(d)["groupId"] = "clicks" })),
 			others: others(pipeline(named("web", "clicks"), inline(kafkaInline()), edit(func(d doc) { source(d)["groupId"] = "clicks" }))),
-			errs:   []want{e(field.ErrorTypeDuplicate, src+".groupId", "web/clicks", "pick a source.groupId")}},
+			errs:   []want{e(field.ErrorTypeDuplicate, src+".groupId", "another namespace of the hub", "pick a source.groupId")}},
 		{name: "same name in another namespace is another pipeline", obj: pipeline(),
 			others: others(pipeline(named("staging", "orders"))),
-			errs:   []want{e(field.ErrorTypeDuplicate, src+".serverId", "staging/orders")}},
+			errs:   []want{e(field.ErrorTypeDuplicate, src+".serverId", "another namespace of the hub")}},
 	}
 
 	// --- UPDATE: immutable fields ---
@@ -484,7 +484,7 @@ func badCases() []testCase {
 		old:    pipeline(func(p *urutauv1alpha1.CDCPipeline) { p.Spec.Definition = urutauv1alpha1.Definition{Image: "planner:1"} }),
 		obj:    pipeline(),
 		others: others(pipeline(named("billing", "invoices"))),
-		errs:   []want{e(field.ErrorTypeDuplicate, src+".serverId", "billing/invoices")},
+		errs:   []want{e(field.ErrorTypeDuplicate, src+".serverId", "another namespace of the hub")},
 	})
 	return bad
 }

@@ -48,13 +48,24 @@
 // source.serverId (compared as a number; unset, the coordinator's default 1101, so only one MySQL
 // pipeline of the hub may leave it unset), a Postgres source.slotName, a Kafka source.groupId
 // when set. Identities of different source kinds never collide. The message names the other
-// pipeline as namespace/name. The pipeline itself (same namespace and name) and pipelines being
-// deleted are ignored, and so are pipelines whose inline definition does not parse (they run
-// nothing). A MySQL source without serverId and a Kafka source without groupId are warned about.
-// The check lists live from the API server (not the cache) on CREATE, and on UPDATE only when the
-// identity changed, which the immutability rules below allow only when the old object had no
-// parseable definition. A List failure is a rejection. Two CREATEs racing with the same identity
-// can both pass: admission is not a lock (the hub's lease per identity is).
+// pipeline as namespace/name when it is in the same namespace; one in another namespace is another
+// tenant's, and the message only says the identity is taken there. The pipeline itself (same
+// namespace and name) and pipelines being deleted are ignored, and so are pipelines whose inline
+// definition does not parse (they run nothing). A MySQL source without serverId and a Kafka source
+// without groupId are warned about. The check reads the pipelines that share the identity through
+// a field index of the hub's cache (IdentityIndex; with --watch-namespaces, which scopes that
+// cache, it lists every pipeline live instead) on CREATE, and on UPDATE only when the identity
+// changed, which the immutability rules below allow only when the old object had no parseable
+// definition. A failed read is a rejection. Two CREATEs racing with the same identity can both
+// pass: admission is not a lock (the hub's lease per identity is).
+//
+// Limits (limits.go): spec.definition.inline at most coordinator.MaxInlineBytes, refused before
+// anything parses it.
+//
+// Tenancy (tenancy.go, internal/tenancy): a CDCPipeline in a system namespace of the hub is
+// refused; a pipeline with a placement needs a PlacementPolicy governing its namespace, and each
+// member named in placement.clusters must be allowed to it; members a clusterSelector selects
+// today that no policy allows are a warning.
 //
 // # Immutable fields (UPDATE compares the old and the new object)
 //

@@ -9,6 +9,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -92,7 +93,18 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 		}),
 	})
 	Expect(err).NotTo(HaveOccurred())
-	Expect(SetupWithManager(mgr, &CDCPipelineValidator{})).To(Succeed())
+	// The tenancy boundary with a fixed inventory, and one policy that opens every namespace not
+	// labelled for the tenancy specs (tenancy_envtest_test.go) to every member.
+	Expect(SetupWithManager(mgr, &CDCPipelineValidator{Tenancy: &TenancyCheck{
+		Reader: mgr.GetAPIReader(), Inventory: staticInventory(suiteMembers), Reserved: []string{"urutau-system"},
+	}})).To(Succeed())
+	Expect(k8sClient.Create(ctx, &urutauv1alpha1.PlacementPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "suite-open"},
+		Spec: urutauv1alpha1.PlacementPolicySpec{
+			NamespaceSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: tenancyTestLabel, Operator: metav1.LabelSelectorOpDoesNotExist}}},
+			ClusterSelector:   &metav1.LabelSelector{},
+		},
+	})).To(Succeed())
 
 	mgrCtx, cancel := context.WithCancel(context.Background())
 	stopMgr = cancel

@@ -391,12 +391,17 @@ var _ = Describe("the hub under faults", Ordered, func() {
 		const member = "member-rbac" // member-b's API server, reached as the spoke ServiceAccount
 		phys := memberB
 		mb := members[phys]
-		By("installing config/spoke in member-b and registering it as member-rbac with the ServiceAccount's token")
+		By("installing config/spoke in member-b, opening the spec's namespace to it, and registering it as member-rbac with the ServiceAccount's token")
 		Expect(localfleet.ApplyFiles(ctx, mb,
 			"../../config/spoke/namespace.yaml", "../../config/spoke/service_account.yaml",
-			"../../config/spoke/cluster_role.yaml", "../../config/spoke/cluster_role_binding.yaml")).To(Succeed())
-		binding := &rbacv1.ClusterRoleBinding{}
-		Expect(mb.Get(ctx, client.ObjectKey{Name: "urutau-fleet-hub"}, binding)).To(Succeed())
+			"../../config/spoke/cluster_role.yaml", "../../config/spoke/components/cluster-watch/cluster_watch.yaml")).To(Succeed())
+		// config/spoke/pipeline-namespace, in the spec's namespace.
+		binding := &rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Namespace: nsRBAC, Name: "urutau-fleet-hub"},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "urutau-fleet-hub"},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "urutau-fleet-hub", Namespace: "urutau-fleet-system"}},
+		}
+		Expect(mb.Create(ctx, binding)).To(Succeed())
 		sa := &corev1.ServiceAccount{}
 		Expect(mb.Get(ctx, client.ObjectKey{Namespace: binding.Subjects[0].Namespace, Name: binding.Subjects[0].Name}, sa)).To(Succeed())
 		tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}
@@ -419,7 +424,7 @@ var _ = Describe("the hub under faults", Ordered, func() {
 		}).WithContext(ctx).WithTimeout(90 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
 		expectExactWorkload(ctx, []*urutauv1alpha1.CDCPipeline{p}, member, phys)
 
-		By("deleting the ClusterRoleBinding, then changing the spec so the hub has to write")
+		By("deleting the RoleBinding, then changing the spec so the hub has to write")
 		Expect(mb.Delete(ctx, binding)).To(Succeed())
 		forbiddenBefore := refused(ctx, phys)
 		Eventually(func() error {

@@ -155,7 +155,7 @@ func TestChartApplies(t *testing.T) {
 			ns := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "urutau-system"}}}
 			applyAll(t, c.Client, append([]*unstructured.Unstructured{ns}, objs...))
 			checkHubImage(t, c.Client, "ghcr.io/urutau-io/urutau-fleet-hub@"+digest)
-			checkHubIdentity(t, c)
+			checkHubIdentity(t, c, tc.kustomize[0] == "config/hub/self-signed")
 		})
 	}
 }

@@ -81,35 +81,44 @@ func TestHubConfigApplies(t *testing.T) {
 					t.Error("the self-signed overlay must not need cert-manager")
 				}
 			}
-			checkHubIdentity(t, c)
+			checkHubIdentity(t, c, overlay == "self-signed")
 		})
 	}
 }
 
-// checkHubIdentity: the hub's ServiceAccount can do what the hub does on the hub cluster, and
-// reads Secrets and writes ReaderLeases and Leases only in its own namespace (tombstones are
-// ReaderLease entries now: no ConfigMaps at all).
-func checkHubIdentity(t *testing.T, c *testenv.Cluster) {
+// checkHubIdentity: the hub's ServiceAccount can do what the hub does on the hub cluster, reads
+// Secrets and writes ConfigMaps and Leases only in its own namespace, and may write a Secret (its
+// webhook CA, by name) and the webhook configuration's caBundle only in the self-signed overlay.
+func checkHubIdentity(t *testing.T, c *testenv.Cluster, selfSigned bool) {
 	t.Helper()
 	const ns = "urutau-system"
 	allowed := []access{
 		{"list", "urutau.io", "cdcpipelines", "", ""}, {"watch", "urutau.io", "cdcpipelines", "", ""},
 		{"patch", "urutau.io", "cdcpipelines", "shop", ""}, {"patch", "urutau.io", "cdcpipelines/status", "shop", ""},
-		{"update", "urutau.io", "cdcpipelines/finalizers", "shop", ""},
+		{"list", "urutau.io", "placementpolicies", "", ""}, {"get", "", "namespaces", "shop", "shop"},
 		{"create", "", "events", "shop", ""}, {"create", "events.k8s.io", "events", "shop", ""},
 		{"list", "", "secrets", ns, ""}, {"watch", "", "secrets", ns, ""},
 		{"list", "multicluster.x-k8s.io", "clusterprofiles", ns, ""},
-		{"create", "urutau.io", "readerleases", ns, ""}, {"delete", "urutau.io", "readerleases", ns, ""},
 		{"update", "coordination.k8s.io", "leases", ns, ""},
-		{"patch", "admissionregistration.k8s.io", "validatingwebhookconfigurations", "", "urutau-fleet-validating-webhook-configuration"},
+		{"create", "urutau.io", "readerleases", ns, ""}, {"update", "urutau.io", "readerleases", ns, ""}, {"delete", "urutau.io", "readerleases", ns, ""},
+		{"create", "authentication.k8s.io", "tokenreviews", "", ""}, {"create", "authorization.k8s.io", "subjectaccessreviews", "", ""},
 	}
 	denied := []access{
 		{"get", "", "secrets", "shop", ""}, {"list", "", "secrets", "", ""}, {"get", "", "secrets", "default", ""},
-		{"create", "urutau.io", "readerleases", "shop", ""}, {"create", "", "configmaps", ns, ""},
-		{"update", "coordination.k8s.io", "leases", "kube-system", ""},
-		{"delete", "urutau.io", "cdcpipelines", "shop", ""}, {"create", "", "pods", "shop", ""},
+		{"get", "", "secrets", ns, "eu-1"}, {"create", "", "secrets", ns, ""}, {"update", "", "secrets", ns, "eu-1"}, {"delete", "", "secrets", ns, "eu-1"},
+		{"create", "", "configmaps", "shop", ""}, {"create", "", "configmaps", ns, ""}, {"update", "coordination.k8s.io", "leases", "kube-system", ""},
+		{"create", "urutau.io", "readerleases", "shop", ""},
+		{"delete", "urutau.io", "cdcpipelines", "shop", ""}, {"update", "urutau.io", "cdcpipelines", "shop", ""}, {"create", "", "pods", "shop", ""},
+		{"create", "urutau.io", "placementpolicies", "", ""}, {"list", "", "namespaces", "", ""},
 		{"patch", "admissionregistration.k8s.io", "validatingwebhookconfigurations", "", "someone-elses"},
 		{"escalate", "rbac.authorization.k8s.io", "clusterroles", "", ""},
+	}
+	certSecret := access{"update", "", "secrets", ns, "urutau-fleet-webhook-cert"}
+	caBundle := access{"patch", "admissionregistration.k8s.io", "validatingwebhookconfigurations", "", "urutau-fleet-validating-webhook-configuration"}
+	if selfSigned {
+		allowed = append(allowed, certSecret, caBundle, access{"get", "", "secrets", ns, "urutau-fleet-webhook-cert"})
+	} else {
+		denied = append(denied, certSecret, caBundle)
 	}
 	checkAccess(t, c, ns, "urutau-fleet-hub", allowed, denied)
 }

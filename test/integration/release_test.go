@@ -40,7 +40,7 @@ func TestReleaseApplies(t *testing.T) {
 			c := startOne(t)
 			applyAll(t, c.Client, objs)
 			checkHubImage(t, c.Client, release.DefaultHubRepository+"@"+digest)
-			checkHubIdentity(t, c)
+			checkHubIdentity(t, c, v.Overlay == "config/hub/self-signed")
 		})
 	}
 

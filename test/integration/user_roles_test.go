@@ -59,10 +59,10 @@ func TestUserRolesAggregate(t *testing.T) {
 			check{"ada", v, "cdcpipelines/status", ns, true}, check{"eddie", v, "cdcpipelines/finalizers", ns, false})
 	}
 	// Wait for the aggregation to reach the roles, then check everything.
-	waitFor(t, 60*time.Second, "view to aggregate urutau-fleet-viewer", func() bool {
+	waitUntil(t, 60*time.Second, "view to aggregate urutau-fleet-viewer", func() bool {
 		return userCan(t, c, "viola", "list", group, "cdcpipelines", ns)
 	})
-	waitFor(t, 60*time.Second, "admin to aggregate urutau-fleet-admin", func() bool {
+	waitUntil(t, 60*time.Second, "admin to aggregate urutau-fleet-admin", func() bool {
 		return userCan(t, c, "ada", "patch", group, "cdcpipelines/status", ns)
 	})
 	for _, ch := range checks {
@@ -86,7 +86,7 @@ func userCan(t *testing.T, c *testenv.Cluster, user, verb, group, resource, name
 	return r.Status.Allowed
 }
 
-func waitFor(t *testing.T, timeout time.Duration, what string, ok func() bool) {
+func waitUntil(t *testing.T, timeout time.Duration, what string, ok func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for !ok() {

@@ -9,7 +9,7 @@ import (
 )
 
 // The hub reads ClusterProfiles only in its provider namespace (see KubeconfigSecrets).
-// +kubebuilder:rbac:groups=multicluster.x-k8s.io,namespace=urutau-system,resources=clusterprofiles,verbs=get;list;watch
+// +kubebuilder:rbac:groups=multicluster.x-k8s.io,namespace=urutau-system,resources=clusterprofiles,verbs=list;watch
 
 // ClusterProfiles lists the ClusterProfiles (sigs.k8s.io/cluster-inventory-api) in Namespace. The
 // member name is the profile's name, which is what the clusterprofile provider engages; its labels

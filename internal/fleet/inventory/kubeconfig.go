@@ -15,7 +15,7 @@ import (
 
 // The hub reads kubeconfig Secrets only in its provider namespace (urutau-system by default; a
 // different --cluster-provider-namespace needs the generated Role moved there).
-// +kubebuilder:rbac:groups="",namespace=urutau-system,resources=secrets,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",namespace=urutau-system,resources=secrets,verbs=list;watch
 
 // Kubeconfig Secret contract, shared with multicluster-runtime's kubeconfig provider (its exported
 // defaults, so the two can never disagree).

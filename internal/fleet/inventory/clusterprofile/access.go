@@ -4,15 +4,20 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	clientcmdv1 "k8s.io/client-go/tools/clientcmd/api/v1"
 	clusterinventoryv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
+
+	"github.com/urutau-io/fleet/internal/credentials"
 )
 
 const (
@@ -110,17 +115,46 @@ type access struct {
 	token, certData, keyData                string
 }
 
+// BoundProfileLabel binds a kubeconfig Secret to the ClusterProfile it names: a profile may use a
+// Secret of its own name, or one carrying this label with the profile's name as its value. Without
+// the rule, whoever writes a ClusterProfile could point any member's credentials at a server, CA
+// and proxy of their choosing.
+const BoundProfileLabel = "urutau.io/cluster-profile"
+
+// bound refuses a Secret that is not bound to the profile named profile.
+func bound(profile string, secret *corev1.Secret) error {
+	if secret.Name == profile || secret.Labels[BoundProfileLabel] == profile {
+		return nil
+	}
+	return refused(&credentials.Refusal{Reason: credentials.ReasonUnboundSecret, Message: fmt.Sprintf(
+		"Secret %s/%s is not bound to ClusterProfile %q: a profile may use only the Secret of its own name or one labelled %s=%s",
+		secret.Namespace, secret.Name, profile, BoundProfileLabel, profile)})
+}
+
+// refused marks a credentials refusal as invalid access too: both the metric/event and the
+// provider's "wait for a change" apply.
+func refused(r *credentials.Refusal) error { return fmt.Errorf("%w: %w", errInvalidAccess, r) }
+
+// screenCluster applies the credentials rules to the profile's cluster entry: https with CA data,
+// no CA file, no proxy or insecure TLS unless p allows them, a server p allows.
+func screenCluster(apName string, c clientcmdv1.Cluster, p credentials.Policy) error {
+	err := credentials.ScreenCluster("access provider "+apName, &clientcmdapi.Cluster{
+		Server: c.Server, TLSServerName: c.TLSServerName, InsecureSkipTLSVerify: c.InsecureSkipTLSVerify,
+		CertificateAuthority: c.CertificateAuthority, CertificateAuthorityData: c.CertificateAuthorityData, ProxyURL: c.ProxyURL,
+	}, p)
+	var r *credentials.Refusal
+	if errors.As(err, &r) {
+		return refused(r)
+	}
+	return err
+}
+
 // accessOf combines the profile's cluster entry with the user credentials of the kubeconfig in
-// secret (context ref.Context, or the current context).
-func accessOf(cluster clientcmdv1.Cluster, secret *corev1.Secret, ref SecretRef) (access, error) {
-	if cluster.Server == "" {
-		return access{}, invalid("access provider has no server")
-	}
-	if cluster.InsecureSkipTLSVerify && len(cluster.CertificateAuthorityData) > 0 {
-		return access{}, invalid("access provider: insecure-skip-tls-verify and certificate-authority-data exclude each other")
-	}
-	if cluster.CertificateAuthority != "" {
-		return access{}, invalid("access provider: certificate-authority file paths are not supported, use certificate-authority-data")
+// secret (context ref.Context, or the current context). Every user entry of that kubeconfig is
+// screened, not only the one used.
+func accessOf(cluster clientcmdv1.Cluster, secret *corev1.Secret, ref SecretRef, p credentials.Policy) (access, error) {
+	if err := screenCluster(DefaultAccessProviderName, cluster, p); err != nil {
+		return access{}, err
 	}
 	data := secret.Data[ref.Key]
 	if len(data) == 0 {
@@ -129,6 +163,13 @@ func accessOf(cluster clientcmdv1.Cluster, secret *corev1.Secret, ref SecretRef)
 	kc, err := clientcmd.Load(data)
 	if err != nil {
 		return access{}, invalid("Secret %s/%s key %q: %v", secret.Namespace, secret.Name, ref.Key, err)
+	}
+	for _, name := range slices.Sorted(maps.Keys(kc.AuthInfos)) {
+		var r *credentials.Refusal
+		if err := credentials.ScreenUser(name, kc.AuthInfos[name]); errors.As(err, &r) {
+			r.Message = fmt.Sprintf("Secret %s/%s: %s", secret.Namespace, secret.Name, r.Message)
+			return access{}, refused(r)
+		}
 	}
 	ctxName := ref.Context
 	if ctxName == "" {
@@ -141,21 +182,6 @@ func accessOf(cluster clientcmdv1.Cluster, secret *corev1.Secret, ref SecretRef)
 	user, ok := kc.AuthInfos[kctx.AuthInfo]
 	if !ok {
 		return access{}, invalid("Secret %s/%s: kubeconfig has no user %q", secret.Namespace, secret.Name, kctx.AuthInfo)
-	}
-	switch {
-	case user.Exec != nil, user.AuthProvider != nil:
-		return access{}, invalid("Secret %s/%s: user %q: exec and auth-provider credentials are not supported", secret.Namespace, secret.Name, kctx.AuthInfo)
-	case user.TokenFile != "", user.ClientCertificate != "", user.ClientKey != "":
-		return access{}, invalid("Secret %s/%s: user %q: file paths are not supported, inline the data", secret.Namespace, secret.Name, kctx.AuthInfo)
-	case (len(user.ClientCertificateData) == 0) != (len(user.ClientKeyData) == 0):
-		return access{}, invalid("Secret %s/%s: user %q: client-certificate-data and client-key-data go together", secret.Namespace, secret.Name, kctx.AuthInfo)
-	case user.Token == "" && len(user.ClientCertificateData) == 0:
-		return access{}, invalid("Secret %s/%s: user %q has neither a token nor a client certificate", secret.Namespace, secret.Name, kctx.AuthInfo)
-	}
-	if cluster.ProxyURL != "" {
-		if _, err := url.Parse(cluster.ProxyURL); err != nil {
-			return access{}, invalid("access provider: proxy-url: %v", err)
-		}
 	}
 	return access{
 		server:        cluster.Server,
@@ -182,7 +208,7 @@ func (a access) restConfig() *rest.Config {
 		},
 	}
 	if a.proxyURL != "" {
-		u, _ := url.Parse(a.proxyURL) // checked in accessOf
+		u, _ := url.Parse(a.proxyURL) // checked by screenCluster
 		cfg.Proxy = http.ProxyURL(u)
 	}
 	return cfg

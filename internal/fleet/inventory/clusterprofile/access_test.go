@@ -13,6 +13,8 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	clientcmdv1 "k8s.io/client-go/tools/clientcmd/api/v1"
 	clusterinventoryv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
+
+	"github.com/urutau-io/fleet/internal/credentials"
 )
 
 func TestAccessProvider(t *testing.T) {
@@ -145,13 +147,20 @@ func TestAccessOf(t *testing.T) {
 		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "hubns", Name: "s"}, Data: map[string][]byte{"kubeconfig": data}}
 	}
 	ref := SecretRef{Name: "s", Key: "kubeconfig", Namespace: "hubns"}
+	allowlist, err := credentials.ParseAllowlist([]string{"member"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := secret(kubeconfig(t, &clientcmdapi.AuthInfo{Token: "t"}))
 	tests := []struct {
-		name    string
-		cluster clientcmdv1.Cluster
-		secret  *corev1.Secret
-		ref     SecretRef
-		want    access
-		wantErr string
+		name       string
+		cluster    clientcmdv1.Cluster
+		secret     *corev1.Secret
+		ref        SecretRef
+		policy     credentials.Policy
+		want       access
+		wantErr    string
+		wantReason credentials.Reason // a credentials refusal (event and metric), else only invalid access
 	}{
 		{
 			name: "client certificate from the current context; server and CA from the profile",
@@ -165,29 +174,52 @@ func TestAccessOf(t *testing.T) {
 			want: access{server: "https://member:6443", caData: "CA", tlsServerName: "member", token: "other-token"},
 		},
 		{
-			name:    "proxy and insecure carried over",
+			name:    "proxy and insecure carried over when the admin allows them",
 			cluster: clientcmdv1.Cluster{Server: "https://m", ProxyURL: "http://proxy:3128", InsecureSkipTLSVerify: true},
-			secret:  secret(kubeconfig(t, &clientcmdapi.AuthInfo{Token: "t"})), ref: ref,
+			secret:  token, ref: ref, policy: credentials.Policy{AllowProxy: true, AllowInsecure: true},
 			want: access{server: "https://m", proxyURL: "http://proxy:3128", insecure: true, token: "t"},
 		},
-		{name: "no server", cluster: clientcmdv1.Cluster{}, secret: secret(kubeconfig(t, certUser)), ref: ref, wantErr: "no server"},
-		{name: "CA file path", cluster: clientcmdv1.Cluster{Server: "https://m", CertificateAuthority: "/etc/ca"}, secret: secret(kubeconfig(t, certUser)), ref: ref, wantErr: "file paths"},
-		{name: "insecure with CA", cluster: clientcmdv1.Cluster{Server: "https://m", InsecureSkipTLSVerify: true, CertificateAuthorityData: []byte("CA")}, secret: secret(kubeconfig(t, certUser)), ref: ref, wantErr: "exclude each other"},
+		{name: "server in the allow-list", cluster: cluster, secret: token, ref: ref, policy: credentials.Policy{Servers: allowlist},
+			want: access{server: "https://member:6443", caData: "CA", tlsServerName: "member", token: "t"}},
+		{name: "proxy refused", cluster: clientcmdv1.Cluster{Server: "https://m", CertificateAuthorityData: []byte("CA"), ProxyURL: "http://attacker:3128"},
+			secret: token, ref: ref, wantErr: "proxy-url is refused", wantReason: credentials.ReasonProxy},
+		{name: "insecure refused", cluster: clientcmdv1.Cluster{Server: "https://attacker", InsecureSkipTLSVerify: true},
+			secret: token, ref: ref, wantErr: "insecure-skip-tls-verify is refused", wantReason: credentials.ReasonInsecureTLS},
+		{name: "http server refused", cluster: clientcmdv1.Cluster{Server: "http://m:8080", CertificateAuthorityData: []byte("CA")},
+			secret: token, ref: ref, wantErr: "https://", wantReason: credentials.ReasonNotHTTPS},
+		{name: "no CA refused", cluster: clientcmdv1.Cluster{Server: "https://m"}, secret: token, ref: ref, wantErr: "certificate-authority-data", wantReason: credentials.ReasonNoCA},
+		{name: "server outside the allow-list", cluster: clientcmdv1.Cluster{Server: "https://10.0.0.1", CertificateAuthorityData: []byte("CA")},
+			secret: token, ref: ref, policy: credentials.Policy{Servers: allowlist}, wantErr: "allowlist", wantReason: credentials.ReasonServerNotAllowed},
+		{name: "no server", cluster: clientcmdv1.Cluster{}, secret: secret(kubeconfig(t, certUser)), ref: ref, wantErr: "no server", wantReason: credentials.ReasonNoContext},
+		{name: "CA file path", cluster: clientcmdv1.Cluster{Server: "https://m", CertificateAuthority: "/etc/ca"}, secret: secret(kubeconfig(t, certUser)), ref: ref,
+			wantErr: "is a file path", wantReason: credentials.ReasonFilePath},
+		{name: "insecure with CA", cluster: clientcmdv1.Cluster{Server: "https://m", InsecureSkipTLSVerify: true, CertificateAuthorityData: []byte("CA")},
+			secret: secret(kubeconfig(t, certUser)), ref: ref, policy: credentials.Policy{AllowInsecure: true}, wantErr: "exclude each other", wantReason: credentials.ReasonInsecureTLS},
 		{name: "missing key", cluster: cluster, secret: secret(kubeconfig(t, certUser)), ref: SecretRef{Name: "s", Key: "value"}, wantErr: "has no key \"value\""},
 		{name: "not a kubeconfig", cluster: cluster, secret: secret([]byte("{{{")), ref: ref, wantErr: "key \"kubeconfig\""},
 		{name: "unknown context", cluster: cluster, secret: secret(kubeconfig(t, certUser)), ref: SecretRef{Name: "s", Key: "kubeconfig", Context: "nope"}, wantErr: "no context \"nope\""},
 		{name: "unknown user", cluster: cluster, secret: secret(kubeconfig(t, certUser)), ref: SecretRef{Name: "s", Key: "kubeconfig", Context: "dangling"}, wantErr: "no user \"nobody\""},
-		{name: "exec refused", cluster: cluster, secret: secret(kubeconfig(t, &clientcmdapi.AuthInfo{Exec: &clientcmdapi.ExecConfig{Command: "rm", APIVersion: "client.authentication.k8s.io/v1"}})), ref: ref, wantErr: "exec"},
-		{name: "token file refused", cluster: cluster, secret: secret(kubeconfig(t, &clientcmdapi.AuthInfo{TokenFile: "/var/run/token"})), ref: ref, wantErr: "file paths"},
-		{name: "certificate without key", cluster: cluster, secret: secret(kubeconfig(t, &clientcmdapi.AuthInfo{ClientCertificateData: []byte("CERT")})), ref: ref, wantErr: "go together"},
-		{name: "no credentials", cluster: cluster, secret: secret(kubeconfig(t, &clientcmdapi.AuthInfo{})), ref: ref, wantErr: "neither a token nor a client certificate"},
+		{name: "exec refused", cluster: cluster, secret: secret(kubeconfig(t, &clientcmdapi.AuthInfo{Exec: &clientcmdapi.ExecConfig{Command: "/hub", APIVersion: "client.authentication.k8s.io/v1"}})), ref: ref,
+			wantErr: `Secret hubns/s: user "u": exec credential plugins (command "/hub") are refused`, wantReason: credentials.ReasonExec},
+		{name: "exec refused in a user the context does not select", cluster: cluster, ref: SecretRef{Name: "s", Key: "kubeconfig", Context: "other"},
+			secret: secret(kubeconfig(t, &clientcmdapi.AuthInfo{Exec: &clientcmdapi.ExecConfig{Command: "sh", APIVersion: "client.authentication.k8s.io/v1"}})), wantErr: "exec", wantReason: credentials.ReasonExec},
+		{name: "token file refused", cluster: cluster, secret: secret(kubeconfig(t, &clientcmdapi.AuthInfo{TokenFile: "/var/run/token"})), ref: ref, wantErr: "tokenFile", wantReason: credentials.ReasonFilePath},
+		{name: "client key file refused", cluster: cluster, secret: secret(kubeconfig(t, &clientcmdapi.AuthInfo{ClientCertificateData: []byte("C"), ClientKey: "/k"})), ref: ref,
+			wantErr: "client-key", wantReason: credentials.ReasonFilePath},
+		{name: "impersonation refused", cluster: cluster, secret: secret(kubeconfig(t, &clientcmdapi.AuthInfo{Token: "t", Impersonate: "system:admin"})), ref: ref,
+			wantErr: "impersonation", wantReason: credentials.ReasonImpersonation},
+		{name: "certificate without key", cluster: cluster, secret: secret(kubeconfig(t, &clientcmdapi.AuthInfo{ClientCertificateData: []byte("CERT")})), ref: ref, wantErr: "go together", wantReason: credentials.ReasonNoCredentials},
+		{name: "no credentials", cluster: cluster, secret: secret(kubeconfig(t, &clientcmdapi.AuthInfo{})), ref: ref, wantErr: "neither a token nor client-certificate-data", wantReason: credentials.ReasonNoCredentials},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := accessOf(tt.cluster, tt.secret, tt.ref)
+			got, err := accessOf(tt.cluster, tt.secret, tt.ref, tt.policy)
 			if tt.wantErr != "" {
 				if !errors.Is(err, errInvalidAccess) || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("err = %v, want an invalid-access error containing %q", err, tt.wantErr)
+				}
+				if got := credentials.ReasonOf(err); got != tt.wantReason {
+					t.Errorf("reason = %q, want %q", got, tt.wantReason)
 				}
 				return
 			}
@@ -198,6 +230,33 @@ func TestAccessOf(t *testing.T) {
 				t.Errorf("access = %+v\nwant     %+v", got, tt.want)
 			}
 		})
+	}
+}
+
+func TestBound(t *testing.T) {
+	secret := func(name string, labels map[string]string) *corev1.Secret {
+		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "hubns", Name: name, Labels: labels}}
+	}
+	tests := []struct {
+		name   string
+		secret *corev1.Secret
+		ok     bool
+	}{
+		{name: "same name", secret: secret("member-a", nil), ok: true},
+		{name: "label names the profile", secret: secret("member-a-kubeconfig", map[string]string{BoundProfileLabel: "member-a"}), ok: true},
+		{name: "another member's Secret", secret: secret("member-b", nil)},
+		{name: "another member's bound Secret", secret: secret("member-b-kubeconfig", map[string]string{BoundProfileLabel: "member-b"})},
+		{name: "unlabelled Secret of another name", secret: secret("member-a-kubeconfig", nil)},
+	}
+	for _, tt := range tests {
+		err := bound("member-a", tt.secret)
+		if (err == nil) != tt.ok {
+			t.Errorf("%s: bound = %v, want ok %v", tt.name, err, tt.ok)
+		}
+		if err != nil && (credentials.ReasonOf(err) != credentials.ReasonUnboundSecret || !errors.Is(err, errInvalidAccess) ||
+			!strings.Contains(err.Error(), `not bound to ClusterProfile "member-a"`) || !strings.Contains(err.Error(), BoundProfileLabel+"=member-a")) {
+			t.Errorf("%s: err = %v", tt.name, err)
+		}
 	}
 }
 

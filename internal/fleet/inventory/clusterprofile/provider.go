@@ -23,6 +23,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
+
+	"github.com/urutau-io/fleet/internal/credentials"
+	"github.com/urutau-io/fleet/internal/fleet/inventory"
 )
 
 // Options configure a Provider.
@@ -38,6 +41,12 @@ type Options struct {
 	// RESTOptions change every member's rest.Config before its cluster is built (as
 	// kubeconfig.Options.RESTOptions do).
 	RESTOptions []func(*rest.Config) error
+	// Policy is what the platform admin allows in member credentials beyond the safe default
+	// (proxies, insecure TLS, the server allow-list).
+	Policy credentials.Policy
+	// Refusals records refused credentials (event on the ClusterProfile, metric, reason); nil
+	// records nothing.
+	Refusals *inventory.Refusals
 	// CacheSyncTimeout bounds the wait for a new member's cache, so one unreachable member cannot
 	// hold the provider. Default 30s.
 	CacheSyncTimeout time.Duration
@@ -153,6 +162,11 @@ func (p *Provider) Reconcile(ctx context.Context, req reconcile.Request) (reconc
 	}
 
 	acc, err := p.accessFor(ctx, profile)
+	if credentials.ReasonOf(err) != "" && p.opts.Refusals != nil {
+		p.opts.Refusals.Refuse(profile, string(name), err)
+	} else if err == nil && p.opts.Refusals != nil {
+		p.opts.Refusals.Accept(string(name))
+	}
 	if errors.Is(err, errInvalidAccess) {
 		// Nothing to retry: a change to the profile or its Secret triggers the next attempt.
 		log.Info("Member cannot be reached as configured", "reason", err.Error())
@@ -194,7 +208,10 @@ func (p *Provider) accessFor(ctx context.Context, profile *clusterinventoryv1alp
 		}
 		return access{}, fmt.Errorf("reading Secret %s/%s: %w", ref.Namespace, ref.Name, err)
 	}
-	return accessOf(ap.Cluster, secret, ref)
+	if err := bound(profile.Name, secret); err != nil {
+		return access{}, err
+	}
+	return accessOf(ap.Cluster, secret, ref, p.opts.Policy)
 }
 
 func (p *Provider) engageMember(log logr.Logger, name multicluster.ClusterName, acc access) error {

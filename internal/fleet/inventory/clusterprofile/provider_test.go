@@ -10,6 +10,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/rest"
@@ -22,6 +23,8 @@ import (
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
+	"github.com/urutau-io/fleet/internal/credentials"
+	"github.com/urutau-io/fleet/internal/fleet/inventory"
 	"github.com/urutau-io/fleet/internal/fleet/inventory/clusterprofile"
 	"github.com/urutau-io/fleet/internal/fleet/inventory/inventorytest"
 	"github.com/urutau-io/fleet/internal/testenv"
@@ -53,8 +56,9 @@ func TestProvider(t *testing.T) {
 
 	kubeconfig, err := memberEnv.Kubeconfig()
 	g.Expect(err).NotTo(HaveOccurred())
+	// Bound to its profile by label: a profile may use only its own Secret.
 	secret := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: secretName},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: secretName, Labels: map[string]string{clusterprofile.BoundProfileLabel: memberName}},
 		Data:       map[string][]byte{clusterprofile.DefaultSecretKey: kubeconfig},
 	}
 	g.Expect(hubClient.Create(ctx, secret)).To(Succeed())
@@ -74,8 +78,10 @@ func TestProvider(t *testing.T) {
 
 	// Member caches see only what the hub manages, as cmd/hub configures them; REST options mark
 	// each member's config.
+	refusals := &inventory.Refusals{}
 	provider := clusterprofile.New(clusterprofile.Options{
 		Namespace: ns,
+		Refusals:  refusals,
 		RESTOptions: []func(*rest.Config) error{func(cfg *rest.Config) error {
 			cfg.UserAgent = "rest-option-applied"
 			return nil
@@ -92,6 +98,7 @@ func TestProvider(t *testing.T) {
 		Controller:             config.Controller{SkipNameValidation: new(true)},
 	})
 	g.Expect(err).NotTo(HaveOccurred())
+	refusals.Recorder = mgr.GetLocalManager().GetEventRecorder("clusterprofile-provider")
 	seen := &engagements{}
 	g.Expect(mgr.Add(seen)).To(Succeed())
 	g.Expect(provider.SetupWithManager(ctx, mgr)).To(Succeed())
@@ -159,6 +166,57 @@ func TestProvider(t *testing.T) {
 		third := seen.waitFor(g, memberName, first.cluster)
 		reachMember(ctx, g, getMember(g, provider), "restored")
 		first = third
+	})
+
+	t.Run("refuses profiles that point at another member's Secret or at a server of their choosing", func(t *testing.T) {
+		attacks := []struct {
+			profile string
+			ap      clusterinventoryv1alpha1.AccessProvider
+			reason  credentials.Reason
+		}{
+			{"member-x", clusterprofile.NewAccessProvider(memberEnv.Config.Host, memberEnv.Config.CAData, clusterprofile.SecretRef{Name: secretName}), credentials.ReasonUnboundSecret},
+			{"member-y", clusterprofile.NewAccessProvider("https://attacker.example", nil, clusterprofile.SecretRef{Name: "member-y"}), credentials.ReasonNoCA},
+			{"member-z", func() clusterinventoryv1alpha1.AccessProvider {
+				ap := clusterprofile.NewAccessProvider(memberEnv.Config.Host, memberEnv.Config.CAData, clusterprofile.SecretRef{Name: "member-z"})
+				ap.Cluster.ProxyURL = "http://attacker.example:3128"
+				return ap
+			}(), credentials.ReasonProxy},
+		}
+		for _, a := range attacks {
+			g := NewWithT(t)
+			if a.reason != credentials.ReasonUnboundSecret { // their own, bound Secret holding valid credentials
+				g.Expect(hubClient.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: a.profile},
+					Data: map[string][]byte{clusterprofile.DefaultSecretKey: kubeconfig}})).To(Succeed())
+			}
+			p := &clusterinventoryv1alpha1.ClusterProfile{
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: a.profile},
+				Spec:       clusterinventoryv1alpha1.ClusterProfileSpec{ClusterManager: clusterinventoryv1alpha1.ClusterManager{Name: "test"}},
+			}
+			g.Expect(hubClient.Create(ctx, p)).To(Succeed())
+			p.Status.AccessProviders = []clusterinventoryv1alpha1.AccessProvider{a.ap}
+			g.Expect(hubClient.Status().Update(ctx, p)).To(Succeed())
+
+			g.Eventually(func() credentials.Reason { return credentials.ReasonOf(refusals.Refused(a.profile)) }).
+				WithTimeout(30*time.Second).Should(Equal(a.reason), "profile %s", a.profile)
+			g.Eventually(func(g Gomega) {
+				var list eventsv1.EventList
+				g.Expect(hubClient.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
+				var notes []string
+				for _, e := range list.Items {
+					if e.Regarding.Name == a.profile && e.Reason == inventory.EventCredentialsRefused {
+						notes = append(notes, e.Note)
+					}
+				}
+				g.Expect(notes).To(ContainElement(ContainSubstring(string(a.reason))))
+			}).WithTimeout(30*time.Second).Should(Succeed(), "no CredentialsRefused event on %s", a.profile)
+			_, err := provider.Get(ctx, multicluster.ClusterName(a.profile))
+			g.Expect(err).To(MatchError(multicluster.ErrClusterNotFound), "a refused profile must not be engaged")
+		}
+		// The member whose Secret was pointed at is untouched and still served.
+		g := NewWithT(t)
+		g.Expect(first.ctx.Err()).NotTo(HaveOccurred(), "member-a was disengaged by another profile's refusal")
+		reachMember(ctx, g, getMember(g, provider), "still-served")
+		g.Expect(refusals.Refused(memberName)).To(Succeed())
 	})
 
 	t.Run("disengages when the profile is deleted", func(t *testing.T) {

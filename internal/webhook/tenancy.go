@@ -1,0 +1,142 @@
+package webhook
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
+	"github.com/urutau-io/fleet/internal/fleet/inventory"
+	"github.com/urutau-io/fleet/internal/tenancy"
+)
+
+// The webhook reads the pipeline's hub Namespace (its labels decide system namespaces and policy
+// selection) and the PlacementPolicies, live.
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get
+// +kubebuilder:rbac:groups=urutau.io,resources=placementpolicies,verbs=list
+
+// TenancyCheck is the admission side of the tenancy boundary (internal/tenancy): the fast,
+// friendly answer; the reconciler checks again before every write into a member, because
+// members, labels and policies change after admission.
+//
+//   - A CDCPipeline in a system namespace of the hub is refused (metadata.namespace).
+//   - A pipeline with a placement needs a PlacementPolicy that governs its namespace
+//     (spec.placement); a pipeline placed nowhere is admitted without one.
+//   - Each member named in spec.placement.clusters must be allowed to it, in the member namespace
+//     of the pipeline's name (spec.placement.clusters[i]); a name the inventory does not know yet
+//     and no policy names is a warning.
+//   - Members the clusterSelector selects today but no policy allows are a warning: they are
+//     skipped at reconcile, with a condition.
+type TenancyCheck struct {
+	// Reader reads Namespaces and PlacementPolicies; a live reader (mgr.GetAPIReader()).
+	Reader client.Reader
+	// Inventory lists the members and their labels.
+	Inventory inventory.Inventory
+	// Reserved are the hub's own namespaces (tenancy.Boundary.Reserved).
+	Reserved []string
+}
+
+// tenancy runs v.Tenancy, if set, on p.
+func (v *CDCPipelineValidator) tenancy(ctx context.Context, p *urutauv1alpha1.CDCPipeline) (field.ErrorList, []string, error) {
+	if v.Tenancy == nil {
+		return nil, nil, nil
+	}
+	return v.Tenancy.check(ctx, p)
+}
+
+func (t *TenancyCheck) check(ctx context.Context, p *urutauv1alpha1.CDCPipeline) (field.ErrorList, []string, error) {
+	ns := &corev1.Namespace{}
+	if err := t.Reader.Get(ctx, client.ObjectKey{Name: p.Namespace}, ns); err != nil {
+		return nil, nil, apierrors.NewInternalError(fmt.Errorf("cannot check the tenancy boundary: reading namespace %q: %w", p.Namespace, err))
+	}
+	b := tenancy.Boundary{Reserved: t.Reserved}
+	if err := b.CheckHubNamespace(ns); err != nil {
+		return field.ErrorList{field.Forbidden(field.NewPath("metadata", "namespace"), err.Error())}, nil, nil
+	}
+	pl := p.Spec.Placement
+	if len(pl.Clusters) == 0 && pl.ClusterSelector == nil {
+		return nil, nil, nil
+	}
+	var policies urutauv1alpha1.PlacementPolicyList
+	if err := t.Reader.List(ctx, &policies); err != nil {
+		return nil, nil, apierrors.NewInternalError(fmt.Errorf("cannot check the tenancy boundary: listing PlacementPolicies: %w", err))
+	}
+	b.Policies = policies.Items
+	members, err := t.Inventory.Members(ctx)
+	if err != nil {
+		return nil, nil, apierrors.NewInternalError(fmt.Errorf("cannot check the tenancy boundary: %w", err))
+	}
+	errs, warns := placementDenials(b, ns, p, members)
+	return errs, warns, nil
+}
+
+// placementDenials applies the boundary to each member the placement names or selects today.
+func placementDenials(b tenancy.Boundary, ns *corev1.Namespace, p *urutauv1alpha1.CDCPipeline, members []inventory.Member) (field.ErrorList, []string) {
+	path := field.NewPath("spec", "placement")
+	// No policy governs the namespace: one error, whatever the placement names.
+	if err := b.Check(ns, inventory.Member{}, p.Namespace); reasonOf(err) == tenancy.ReasonNoPlacementPolicy {
+		return field.ErrorList{field.Forbidden(path, err.Error())}, nil
+	}
+	known := map[string]inventory.Member{}
+	for _, m := range members {
+		known[m.Name] = m
+	}
+	var errs field.ErrorList
+	var warns []string
+	for i, name := range p.Spec.Placement.Clusters {
+		m, ok := known[name]
+		err := b.Check(ns, inventory.Member{Name: name, Labels: m.Labels}, p.Namespace)
+		switch {
+		case err == nil:
+		case !ok && reasonOf(err) == tenancy.ReasonClusterNotAllowed:
+			warns = append(warns, fmt.Sprintf("%s: member %q is not in the inventory yet and no PlacementPolicy names it: it runs there only if its labels match a policy when it joins",
+				path.Child("clusters").Index(i), name))
+		default:
+			errs = append(errs, field.Forbidden(path.Child("clusters").Index(i), err.Error()))
+		}
+	}
+	if w := selectorWarning(b, ns, p, members); w != "" {
+		warns = append(warns, w)
+	}
+	return errs, warns
+}
+
+// selectorWarning names the members the clusterSelector selects today that the boundary does not
+// allow: not an error, since labels and policies may change, but the pipeline will not run there.
+func selectorWarning(b tenancy.Boundary, ns *corev1.Namespace, p *urutauv1alpha1.CDCPipeline, members []inventory.Member) string {
+	sel := p.Spec.Placement.ClusterSelector
+	if sel == nil {
+		return ""
+	}
+	s, err := metav1.LabelSelectorAsSelector(sel)
+	if err != nil {
+		return "" // reported by ValidateSpec
+	}
+	var denied []string
+	for _, m := range members {
+		if s.Matches(labels.Set(m.Labels)) && b.Check(ns, m, p.Namespace) != nil {
+			denied = append(denied, m.Name)
+		}
+	}
+	if len(denied) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s selects members that no PlacementPolicy lets namespace %q use: %s; the pipeline will not run there",
+		field.NewPath("spec", "placement", "clusterSelector"), p.Namespace, strings.Join(denied, ", "))
+}
+
+func reasonOf(err error) string {
+	var d *tenancy.Denial
+	if errors.As(err, &d) {
+		return d.Reason
+	}
+	return ""
+}
