@@ -488,6 +488,11 @@ const (
 	// AnnotationSpecHash on the coordinator pod template restarts it when the spec changes.
 	AnnotationSpecHash = "urutau.io/spec-hash"
 
+	// AnnotationAppliedHash on every object the hub applies into a member is a hash of what it
+	// applied (without this annotation): the hub's member caches keep only metadata, and this is
+	// how they tell an object that needs no apply.
+	AnnotationAppliedHash = "urutau.io/applied-hash"
+
 	// AnnotationConfirmGone on the CDCPipeline names members (comma-separated) that a person
 	// confirms are gone, so a placement move waiting on them may proceed.
 	AnnotationConfirmGone = "urutau.io/confirm-cluster-gone"

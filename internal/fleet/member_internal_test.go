@@ -3,9 +3,15 @@ package fleet
 import (
 	"errors"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
 )
 
 func TestCoordinatorReady(t *testing.T) {
@@ -86,5 +92,67 @@ func TestPrefetch(t *testing.T) {
 	}
 	if calls != 1 {
 		t.Errorf("read ran %d times, want once", calls)
+	}
+}
+
+// holdsApplied decides from metadata alone: the hash must match, our Apply entry must exist, and
+// no other manager may have written the object at or after our apply.
+func TestHoldsApplied(t *testing.T) {
+	t1, t2 := metav1.NewTime(time.Unix(100, 0)), metav1.NewTime(time.Unix(200, 0))
+	const me = "urutau-operator@a"
+	obj := func(hash string, mf ...metav1.ManagedFieldsEntry) *corev1.ConfigMap {
+		cm := &corev1.ConfigMap{}
+		cm.Annotations = map[string]string{urutauv1alpha1.AnnotationAppliedHash: hash}
+		cm.ManagedFields = mf
+		return cm
+	}
+	ours := metav1.ManagedFieldsEntry{Manager: me, Operation: metav1.ManagedFieldsOperationApply, Time: &t2}
+	for _, tc := range []struct {
+		name string
+		obj  *corev1.ConfigMap
+		want bool
+	}{
+		{"ours, nobody since", obj("h1", ours), true},
+		{"another hash", obj("h0", ours), false},
+		{"never applied by us", obj("h1", metav1.ManagedFieldsEntry{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationUpdate, Time: &t1}), false},
+		{"someone wrote before us", obj("h1", ours, metav1.ManagedFieldsEntry{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationUpdate, Time: &t1}), true},
+		{"someone wrote after us", obj("h1", metav1.ManagedFieldsEntry{Manager: me, Operation: metav1.ManagedFieldsOperationApply, Time: &t1},
+			metav1.ManagedFieldsEntry{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationUpdate, Time: &t2}), false},
+		{"someone wrote in the same second", obj("h1", ours, metav1.ManagedFieldsEntry{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationUpdate, Time: &t2}), false},
+		{"a controller wrote the status after us", obj("h1", ours,
+			metav1.ManagedFieldsEntry{Manager: "kube-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status", Time: &t2}), true},
+	} {
+		if got := holdsApplied(tc.obj, me, "h1"); got != tc.want {
+			t.Errorf("%s: holdsApplied = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// The member cache keeps what the hub decides from: metadata (managers without field sets) and a
+// StatefulSet's status.
+func TestTrimMemberObject(t *testing.T) {
+	raw := metav1.FieldsV1{Raw: []byte(`{"f:data":{}}`)}
+	meta := metav1.ObjectMeta{Name: "x", Labels: map[string]string{"k": "v"},
+		Annotations:   map[string]string{"kubectl.kubernetes.io/last-applied-configuration": "{}", "keep": "me"},
+		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "m", FieldsV1: &raw}}}
+	sts := &appsv1.StatefulSet{ObjectMeta: *meta.DeepCopy(), Spec: appsv1.StatefulSetSpec{ServiceName: "s"},
+		Status: appsv1.StatefulSetStatus{ReadyReplicas: 1}}
+	cm := &corev1.ConfigMap{ObjectMeta: *meta.DeepCopy(), Data: map[string]string{"pipeline.yaml": "big"}}
+	for _, o := range []client.Object{sts, cm} {
+		if _, err := trimMemberObject(o); err != nil {
+			t.Fatal(err)
+		}
+		if o.GetManagedFields()[0].FieldsV1 != nil || o.GetManagedFields()[0].Manager != "m" {
+			t.Errorf("%T: managedFields = %+v", o, o.GetManagedFields())
+		}
+		if _, kept := o.GetAnnotations()["kubectl.kubernetes.io/last-applied-configuration"]; kept || o.GetAnnotations()["keep"] != "me" || o.GetLabels()["k"] != "v" {
+			t.Errorf("%T: metadata = %v %v", o, o.GetAnnotations(), o.GetLabels())
+		}
+	}
+	if sts.Spec.ServiceName != "" || sts.Status.ReadyReplicas != 1 {
+		t.Errorf("StatefulSet: spec kept or status dropped: %+v %+v", sts.Spec, sts.Status)
+	}
+	if cm.Data != nil {
+		t.Errorf("ConfigMap data kept: %v", cm.Data)
 	}
 }

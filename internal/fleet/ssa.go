@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -24,6 +25,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 	"sigs.k8s.io/structured-merge-diff/v6/typed"
+
+	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
 )
 
 // applyRequest is one object to Server-Side Apply into a member.
@@ -39,8 +42,10 @@ type applyRequest struct {
 	// live is the object as last read (see applier.read); newLive makes an empty one of the kind.
 	live    client.Object
 	newLive func() client.Object
-	// extract returns the fields manager owns in live, in the same shape as desired.
-	extract func(live client.Object, manager string) (any, error)
+	// extract returns the fields manager owns in live, in the same shape as desired, as JSON.
+	extract func(live client.Object, manager string) ([]byte, error)
+	// contentHash is the value of AnnotationAppliedHash in desired.
+	contentHash string
 	// crossed is set by apply when a change by someone else reached the member watch while the
 	// apply was in flight: the pipeline must be reconciled again.
 	crossed bool
@@ -196,15 +201,46 @@ func (a *applier) read(ctx context.Context, reader client.Reader, member string,
 }
 
 func (a *applier) unchanged(member, manager string, r *applyRequest, hash [sha256.Size]byte) bool {
-	if owned, err := r.extract(r.live, manager); err == nil {
-		if b, err := json.Marshal(owned); err == nil && bytes.Equal(b, r.desiredJSON) {
-			return true
+	a.mu.Lock()
+	rec, ok := a.seen[a.cacheKey(member, r.kind, r.key)]
+	a.mu.Unlock()
+	if ok && rec.desired == hash && rec.resourceVersion != "" && rec.resourceVersion == r.live.GetResourceVersion() {
+		return true
+	}
+	if holdsApplied(r.live, manager, r.contentHash) {
+		return true
+	}
+	b, err := r.extract(r.live, manager)
+	return err == nil && bytes.Equal(b, r.desiredJSON)
+}
+
+// holdsApplied tells, from an object's metadata alone (what the member cache keeps), that it
+// holds what manager would apply: the content hash annotation is the one wanted, manager applied
+// it, and nobody changed the object after that (another manager's write to it, not to a
+// subresource, at or after manager's last apply: a change to a field it owns, maybe).
+func holdsApplied(live client.Object, manager, hash string) bool {
+	if live.GetAnnotations()[urutauv1alpha1.AnnotationAppliedHash] != hash {
+		return false
+	}
+	var ours *metav1.ManagedFieldsEntry
+	fields := live.GetManagedFields()
+	for i, mf := range fields {
+		if mf.Manager == manager && mf.Operation == metav1.ManagedFieldsOperationApply && mf.Subresource == "" {
+			ours = &fields[i]
 		}
 	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	rec, ok := a.seen[a.cacheKey(member, r.kind, r.key)]
-	return ok && rec.desired == hash && rec.resourceVersion != "" && rec.resourceVersion == r.live.GetResourceVersion()
+	if ours == nil || ours.Time == nil {
+		return false
+	}
+	for _, mf := range fields {
+		if mf.Subresource != "" || (mf.Manager == manager && mf.Operation == metav1.ManagedFieldsOperationApply) {
+			continue
+		}
+		if mf.Time == nil || !mf.Time.Before(ours.Time) {
+			return false
+		}
+	}
+	return true
 }
 
 // appliedBefore reports whether this process applied exactly these bytes to this object.
@@ -288,9 +324,17 @@ func resourceVersionOf(ac runtime.ApplyConfiguration) string {
 	return m.Metadata.ResourceVersion
 }
 
-// newApplyRequest prepares a typed apply configuration: its JSON is taken now, before the apply
+// newApplyRequest prepares a typed apply configuration: it is annotated with the hash of its
+// content (AnnotationAppliedHash, see contentHash), and its JSON is taken now, before the apply
 // fills it with the answer.
-func newApplyRequest[T client.Object](kind string, desired runtime.ApplyConfiguration, newLive func() T, extract func(T, string) (any, error)) (*applyRequest, error) {
+func newApplyRequest[T client.Object, AC runtime.ApplyConfiguration](kind string, desired AC, annotate func(map[string]string) AC,
+	newLive func() T, extract func(T, string) (AC, error)) (*applyRequest, error) {
+	plain, err := json.Marshal(desired)
+	if err != nil {
+		return nil, fmt.Errorf("marshalling %s: %w", kind, err)
+	}
+	hash := contentHash(plain)
+	annotate(map[string]string{urutauv1alpha1.AnnotationAppliedHash: hash})
 	b, err := json.Marshal(desired)
 	if err != nil {
 		return nil, fmt.Errorf("marshalling %s: %w", kind, err)
@@ -308,55 +352,56 @@ func newApplyRequest[T client.Object](kind string, desired runtime.ApplyConfigur
 		kind:        kind,
 		desired:     desired,
 		desiredJSON: b,
+		contentHash: hash,
 		key:         client.ObjectKey{Namespace: meta.Metadata.Namespace, Name: meta.Metadata.Name},
 		live:        newLive(),
 		newLive:     func() client.Object { return newLive() },
-		extract:     func(o client.Object, m string) (any, error) { return extract(o.(T), m) },
+		extract: func(o client.Object, m string) ([]byte, error) {
+			owned, err := extract(o.(T), m)
+			if err != nil {
+				return nil, err
+			}
+			return json.Marshal(owned)
+		},
 	}, nil
+}
+
+// contentHash is what AnnotationAppliedHash holds: a hash of an object's apply configuration
+// without that annotation, so that a member cache that keeps only metadata can tell that the
+// object holds what the hub would apply.
+func contentHash(applyJSON []byte) string {
+	sum := sha256.Sum256(applyJSON)
+	return hex.EncodeToString(sum[:])[:16]
 }
 
 // The typed requests, one per kind the renderer produces. Each extract is client-go's.
 
 func serviceAccountRequest(ac *corev1ac.ServiceAccountApplyConfiguration) (*applyRequest, error) {
-	return newApplyRequest("ServiceAccount", ac, func() *corev1.ServiceAccount { return &corev1.ServiceAccount{} }, func(o *corev1.ServiceAccount, m string) (any, error) {
-		return corev1ac.ExtractServiceAccount(o, m)
-	})
+	return newApplyRequest("ServiceAccount", ac, ac.WithAnnotations, func() *corev1.ServiceAccount { return &corev1.ServiceAccount{} }, corev1ac.ExtractServiceAccount)
 }
 
 func pdbRequest(ac *policyv1ac.PodDisruptionBudgetApplyConfiguration) (*applyRequest, error) {
-	return newApplyRequest("PodDisruptionBudget", ac, func() *policyv1.PodDisruptionBudget { return &policyv1.PodDisruptionBudget{} }, func(o *policyv1.PodDisruptionBudget, m string) (any, error) {
-		return policyv1ac.ExtractPodDisruptionBudget(o, m)
-	})
+	return newApplyRequest("PodDisruptionBudget", ac, ac.WithAnnotations, func() *policyv1.PodDisruptionBudget { return &policyv1.PodDisruptionBudget{} }, policyv1ac.ExtractPodDisruptionBudget)
 }
 
 func roleRequest(ac *rbacv1ac.RoleApplyConfiguration) (*applyRequest, error) {
-	return newApplyRequest("Role", ac, func() *rbacv1.Role { return &rbacv1.Role{} }, func(o *rbacv1.Role, m string) (any, error) {
-		return rbacv1ac.ExtractRole(o, m)
-	})
+	return newApplyRequest("Role", ac, ac.WithAnnotations, func() *rbacv1.Role { return &rbacv1.Role{} }, rbacv1ac.ExtractRole)
 }
 
 func roleBindingRequest(ac *rbacv1ac.RoleBindingApplyConfiguration) (*applyRequest, error) {
-	return newApplyRequest("RoleBinding", ac, func() *rbacv1.RoleBinding { return &rbacv1.RoleBinding{} }, func(o *rbacv1.RoleBinding, m string) (any, error) {
-		return rbacv1ac.ExtractRoleBinding(o, m)
-	})
+	return newApplyRequest("RoleBinding", ac, ac.WithAnnotations, func() *rbacv1.RoleBinding { return &rbacv1.RoleBinding{} }, rbacv1ac.ExtractRoleBinding)
 }
 
 func serviceRequest(ac *corev1ac.ServiceApplyConfiguration) (*applyRequest, error) {
-	return newApplyRequest("Service", ac, func() *corev1.Service { return &corev1.Service{} }, func(o *corev1.Service, m string) (any, error) {
-		return corev1ac.ExtractService(o, m)
-	})
+	return newApplyRequest("Service", ac, ac.WithAnnotations, func() *corev1.Service { return &corev1.Service{} }, corev1ac.ExtractService)
 }
 
 func configMapRequest(ac *corev1ac.ConfigMapApplyConfiguration) (*applyRequest, error) {
-	return newApplyRequest("ConfigMap", ac, func() *corev1.ConfigMap { return &corev1.ConfigMap{} }, func(o *corev1.ConfigMap, m string) (any, error) {
-		return corev1ac.ExtractConfigMap(o, m)
-	})
+	return newApplyRequest("ConfigMap", ac, ac.WithAnnotations, func() *corev1.ConfigMap { return &corev1.ConfigMap{} }, corev1ac.ExtractConfigMap)
 }
 
 func statefulSetRequest(ac *appsv1ac.StatefulSetApplyConfiguration) (*applyRequest, error) {
-	return newApplyRequest("StatefulSet", ac, func() *appsv1.StatefulSet { return &appsv1.StatefulSet{} }, func(o *appsv1.StatefulSet, m string) (any, error) {
-		return appsv1ac.ExtractStatefulSet(o, m)
-	})
+	return newApplyRequest("StatefulSet", ac, ac.WithAnnotations, func() *appsv1.StatefulSet { return &appsv1.StatefulSet{} }, appsv1ac.ExtractStatefulSet)
 }
 
 // unstructuredRequest prepares an object of a kind without a typed apply configuration (KEDA's
@@ -379,7 +424,18 @@ func unstructuredRequest(kind string, obj runtime.Object) (*applyRequest, error)
 		delete(md, "creationTimestamp")
 	}
 	u := &unstructured.Unstructured{Object: m}
-	b, err := json.Marshal(m)
+	plain, err := json.Marshal(m)
+	if err != nil {
+		return nil, fmt.Errorf("marshalling %s: %w", kind, err)
+	}
+	hash := contentHash(plain)
+	annotations := u.GetAnnotations()
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	annotations[urutauv1alpha1.AnnotationAppliedHash] = hash
+	u.SetAnnotations(annotations)
+	b, err := json.Marshal(u.Object)
 	if err != nil {
 		return nil, fmt.Errorf("marshalling %s: %w", kind, err)
 	}
@@ -393,11 +449,16 @@ func unstructuredRequest(kind string, obj runtime.Object) (*applyRequest, error)
 		kind:        kind,
 		desired:     client.ApplyConfigurationFromUnstructured(u),
 		desiredJSON: b,
+		contentHash: hash,
 		key:         client.ObjectKey{Namespace: u.GetNamespace(), Name: u.GetName()},
 		live:        newLive(),
 		newLive:     newLive,
-		extract: func(o client.Object, manager string) (any, error) {
-			return extractUnstructured(o.(*unstructured.Unstructured), manager)
+		extract: func(o client.Object, manager string) ([]byte, error) {
+			owned, err := extractUnstructured(o.(*unstructured.Unstructured), manager)
+			if err != nil {
+				return nil, err
+			}
+			return json.Marshal(owned)
 		},
 	}, nil
 }

@@ -252,6 +252,71 @@ func (o Options) create(ctx context.Context, name string) (Cluster, error) {
 			return c, nil
 		}
 	}
+	// kwokctl picks free ports, then starts the components: two creates at once, in this process
+	// or another (test packages run in parallel), can pick the same port. Creates are serialised
+	// machine-wide, and a cluster whose API server did not come up is made again.
+	unlock, err := lockCreates(ctx)
+	if err != nil {
+		return c, err
+	}
+	defer unlock()
+	for attempt := 1; ; attempt++ {
+		err = o.kwokctlCreate(ctx, c)
+		if err == nil {
+			if err = waitReachable(ctx, c, 30*time.Second); err == nil {
+				return c, nil
+			}
+		}
+		if attempt == createAttempts {
+			return c, err
+		}
+		o.logf("cluster %s did not come up (%v): creating it again", name, err)
+		_ = o.kwokctl(ctx, "delete", "cluster", "--name", name, "--kubeconfig", c.KubeconfigPath)
+	}
+}
+
+// createAttempts bounds how many times a cluster that did not come up is made again.
+const createAttempts = 3
+
+// lockCreates takes the machine-wide lock on cluster creation (a flock on a file in the temporary
+// directory) and returns its release.
+func lockCreates(ctx context.Context) (func(), error) {
+	f, err := os.OpenFile(filepath.Join(os.TempDir(), "urutau-localfleet-create.lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("opening the cluster creation lock: %w", err)
+	}
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN); _ = f.Close() }, nil
+		}
+		select {
+		case <-ctx.Done():
+			_ = f.Close()
+			return nil, fmt.Errorf("waiting for the cluster creation lock: %w", ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// waitReachable waits until the cluster's API server answers.
+func waitReachable(ctx context.Context, c Cluster, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		err := reachable(ctx, c)
+		if err == nil || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+func (o Options) kwokctlCreate(ctx context.Context, c Cluster) error {
+	name := c.Name
 	err := o.kwokctl(ctx, "create", "cluster", "--name", name, "--runtime", "binary",
 		"--kube-apiserver-binary", filepath.Join(o.BinDir, "kube-apiserver"),
 		"--kube-controller-manager-binary", filepath.Join(o.BinDir, "kube-controller-manager"),
@@ -260,9 +325,9 @@ func (o Options) create(ctx context.Context, name string) (Cluster, error) {
 		"--etcd-binary", filepath.Join(o.BinDir, "etcd"),
 		"--kubeconfig", c.KubeconfigPath, "--wait", "2m", "--timeout", "3m")
 	if err != nil {
-		return c, fmt.Errorf("creating cluster %q: %w", name, err)
+		return fmt.Errorf("creating cluster %q: %w", name, err)
 	}
-	return c, nil
+	return nil
 }
 
 // kwokctl runs kwokctl with the environment that keeps it on the local binaries: without these it
