@@ -34,6 +34,7 @@ apiserver_request_total{code="200",component="apiserver",dry_run="All",group="",
 apiserver_request_total{code="200",component="apiserver",dry_run="",group="",resource="namespaces",scope="resource",subresource="",verb="GET",version="v1"} 7
 apiserver_request_total{code="200",component="apiserver",dry_run="",group="",resource="configmaps",scope="namespace",subresource="",verb="WATCH",version="v1"} 2
 apiserver_request_total{code="200",component="apiserver",dry_run="",group="",resource="",scope="",subresource="/metrics",verb="GET",version=""} 50
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="",resource="endpoints",scope="namespace",subresource="",verb="GET",version="v1"} 1
 apiserver_request_total{code="200",component="apiserver",dry_run="",group="coordination.k8s.io",resource="leases",scope="namespace",subresource="",verb="PUT",version="v1"} 40
 # TYPE apiserver_selfrequest_total counter
 apiserver_selfrequest_total{group="",resource="namespaces",subresource="",verb="GET"} 5
@@ -158,7 +159,7 @@ func TestReportCells(t *testing.T) {
 	want := map[string]string{
 		"hub/floor": "1.50 (1.00–2.00)", "down/all-up": "0.50 (0.50–2.00)", "hung/all-up": "-",
 		"hub writes/pipeline, create": "6.00", "member reads/placement, create": "1.00",
-		"member reads/placement, no-op reconcile": "0.10", "empty hub RSS MiB per member (over the memberless hub)": "15.0 (5.0)",
+		"member reads/placement, no-op reconcile": "0.10", "empty hub RSS MiB per member, + what each adds": "15.0, +5.0",
 		"RSS MiB per 1,000 placements": "1000.0", "member writes/object, create (floor)": "1.00 (APPLY 1.00) (1.00)",
 	}
 	for i, c := range mainColumns {

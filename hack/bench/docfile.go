@@ -20,7 +20,7 @@ const (
 var historyColumns = []string{
 	"run (UTC)", "commit", "command", "C×P", "runs", "hub/floor", "down/all-up", "hung/all-up",
 	"hub writes/pipeline", "member reads/placement, create / no-op", "RSS MiB per 1,000 placements",
-	"empty hub RSS MiB per member (over the memberless hub)", "machine busy % (others), floor / hub",
+	"empty hub RSS MiB per member, + what each adds", "machine busy % (others), floor / hub",
 }
 
 // writeDoc replaces the generated sections of path (the latest results and the history), or
@@ -69,7 +69,7 @@ func (rep report) historyRows() []string {
 		rows = append(rows, row(rep.at.Format("2006-01-02 15:04"), rep.commit, "`"+strings.ReplaceAll(rep.o.command, "|", `\|`)+"`", r.String(), strconv.Itoa(len(r.runs)),
 			col("hub/floor"), col("down/all-up"), col("hung/all-up"), col("hub writes/pipeline, create"),
 			col("member reads/placement, create")+" / "+col("member reads/placement, no-op reconcile"),
-			col("RSS MiB per 1,000 placements"), col("empty hub RSS MiB per member (over the memberless hub)"), col("machine busy % (others), floor / hub runs")))
+			col("RSS MiB per 1,000 placements"), col("empty hub RSS MiB per member, + what each adds"), col("machine busy % (others), floor / hub runs")))
 	}
 	return rows
 }

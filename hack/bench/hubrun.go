@@ -105,17 +105,25 @@ func (e *env) createRun(ctx context.Context, o options, s size, ns string, hub *
 	r.hubCPU, r.hubMembers, r.hubWrites = w.cpu, w.members, w.hubReqs.hubOwnWrites(true)
 	fmt.Printf("   hub: %s, member requests %v, hub writes %v\n", r.hub.Round(time.Millisecond), r.hubMembers, r.hubWrites)
 	if prof != nil {
-		f, err := prof.finish(ctx)
+		if err := prof.heap(ctx); err != nil {
+			return nil, err
+		}
+	}
+	time.Sleep(o.settle)
+	rec1, err := reconciles(ctx, hub.metricsAddr)
+	if err != nil {
+		return nil, err
+	}
+	r.reconciles = rec1 - rec0
+	if prof != nil {
+		f, err := prof.finish()
 		if err != nil {
 			return nil, err
 		}
 		res.profile = &f
-		fmt.Printf("   hub profiles: %s, %s (CPU slices merged at the end)\n", f.cpu, f.heap)
+		fmt.Printf("   hub profiles: %s (CPU slices merged at the end), %s\n", f.cpu, f.heap)
 	}
-	time.Sleep(o.settle)
-	rec1, err := reconciles(ctx, hub.metricsAddr)
-	r.reconciles = rec1 - rec0
-	return pipelines, err
+	return pipelines, nil
 }
 
 // noopReconciles is step 3: a label set on every pipeline brings each back for one reconcile

@@ -60,19 +60,21 @@ func startProfiler(ctx context.Context, addr, dir, prefix string) (*profiler, er
 	return p, nil
 }
 
-// finish waits for the CPU slice in progress and takes a heap profile (after a collection, so
-// it shows what is live).
-func (p *profiler) finish(ctx context.Context) (profileFiles, error) {
+// heap takes a heap profile now (after a collection, so it shows what is live).
+func (p *profiler) heap(ctx context.Context) error {
+	return fetchProfile(ctx, "http://"+p.addr+"/debug/pprof/heap?gc=1", p.heapPath())
+}
+
+func (p *profiler) heapPath() string { return filepath.Join(p.dir, p.prefix+"-heap.pprof") }
+
+// finish waits for the CPU slice in progress: the CPU profile ends up to cpuSlice after finish
+// is called.
+func (p *profiler) finish() (profileFiles, error) {
 	close(p.stopped)
 	if err := <-p.done; err != nil {
 		return profileFiles{}, err
 	}
-	f := profileFiles{
-		size: p.prefix, cpuSlices: p.slices,
-		cpu:  filepath.Join(p.dir, p.prefix+"-cpu.pprof"),
-		heap: filepath.Join(p.dir, p.prefix+"-heap.pprof"),
-	}
-	return f, fetchProfile(ctx, "http://"+p.addr+"/debug/pprof/heap?gc=1", f.heap)
+	return profileFiles{size: p.prefix, cpuSlices: p.slices, cpu: filepath.Join(p.dir, p.prefix+"-cpu.pprof"), heap: p.heapPath()}, nil
 }
 
 // fetchProfile saves what url answers into path.

@@ -35,7 +35,7 @@ var mainColumns = []string{
 	"member writes/object, create (floor)", "member reads/placement, create", "member reads/placement, no-op reconcile",
 	"hub writes/pipeline, create", "hub reconciles/pipeline, create", "idle: member writes", "idle: hub writes",
 	"1 member down: healthy conv. s", "down/all-up", "1 member hung: healthy conv. s", "hung/all-up",
-	"hub peak RSS MiB", "RSS MiB per 1,000 placements", "empty hub RSS MiB per member (over the memberless hub)",
+	"hub peak RSS MiB", "RSS MiB per 1,000 placements", "empty hub RSS MiB per member, + what each adds",
 }
 
 func tableRow(r result, baseRSS int64) string { return row(mainCells(r, baseRSS)...) }
@@ -61,8 +61,8 @@ func mainCells(r result, baseRSS int64) []string {
 		r.idleMembers.String(), r.idleHub.String(), dead, deadRatio, hung, hungRatio,
 		collect(r, func(p pairRun) float64 { return float64(p.hwm) / 1024 }).format(1),
 		collect(r, func(p pairRun) float64 { return float64(p.rssEnd-p.rssEmpty) / 1024 * perPlacement(1000) }).format(1),
-		collect(r, func(p pairRun) float64 { return float64(p.rssEmpty) / 1024 / float64(r.C) }).format(1) + " (" +
-			collect(r, func(p pairRun) float64 { return float64(p.rssEmpty-baseRSS) / 1024 / float64(r.C) }).format(1) + ")",
+		collect(r, func(p pairRun) float64 { return float64(p.rssEmpty) / 1024 / float64(r.C) }).format(1) + ", +" +
+			collect(r, func(p pairRun) float64 { return float64(p.rssEmpty-baseRSS) / 1024 / float64(r.C) }).format(1),
 	}
 }
 

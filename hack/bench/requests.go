@@ -26,9 +26,10 @@ var (
 )
 
 // housekeeping are resources only the API servers' own controllers touch here (the hub never
-// does): requests to them are left out, since some (the kubernetes Service's endpoints) showed up
-// now and then in a member's counts outside apiserver_selfrequest_total.
-var housekeeping = map[string]bool{"endpoints": true, "endpointslices": true}
+// does): requests to them are left out, since some (the kubernetes Service's endpoints, the API
+// server's identity lease) showed up now and then in a member's counts outside
+// apiserver_selfrequest_total.
+var housekeeping = map[string]bool{"endpoints": true, "endpointslices": true, "leases": true}
 
 // requestsOf reads, in one scrape of c's /metrics, the requests c has served so far that came
 // from clients other than itself: apiserver_request_total less apiserver_selfrequest_total (the
