@@ -74,7 +74,9 @@ func (e *env) clientsOf(members []*testenv.Cluster) map[string]client.Client {
 
 func (e *env) createNamespace(ctx context.Context, ns string, on []*testenv.Cluster) error {
 	for _, c := range on {
-		err := e.clients[c.Name].Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+		// Opened to the fleet, as a member's platform team does (the hub's tenancy boundary).
+		err := e.clients[c.Name].Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns,
+			Labels: map[string]string{urutauv1alpha1.LabelFleetManaged: "true"}}})
 		if err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("creating namespace %s in %s: %w", ns, c.Name, err)
 		}
@@ -169,4 +171,15 @@ func (e *env) runWithout(ctx context.Context, o options, s size, ns string, memb
 		run.err = err.Error()
 	}
 	return run, nil
+}
+
+// openPlacement lets every hub namespace place on every member: the hub's tenancy boundary is
+// closed until a PlacementPolicy opens it.
+func (e *env) openPlacement(ctx context.Context) error {
+	p := &urutauv1alpha1.PlacementPolicy{ObjectMeta: metav1.ObjectMeta{Name: "bench-open"},
+		Spec: urutauv1alpha1.PlacementPolicySpec{NamespaceSelector: &metav1.LabelSelector{}, ClusterSelector: &metav1.LabelSelector{}}}
+	if err := e.clients[e.hub.Name].Create(ctx, p); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating PlacementPolicy %s: %w", p.Name, err)
+	}
+	return nil
 }

@@ -268,7 +268,10 @@ func setUp(ctx context.Context, o options) (*env, func(), error) {
 		}
 	}
 	fmt.Printf("%d API servers up in %s\n", len(clusters), time.Since(t).Round(time.Millisecond))
-	return e, stop, e.connect(clusters)
+	if err := e.connect(clusters); err != nil {
+		return e, stop, err
+	}
+	return e, stop, e.openPlacement(ctx)
 }
 
 // connect makes the clients and the hub's kubeconfig.

@@ -169,7 +169,12 @@ func (j *applyJob) mayHaveStaleScaledObjects(w *coordinator.Workload) bool {
 	for _, c := range j.p.Status.Clusters {
 		placed = placed || (c.Name == j.conn.name && c.ObservedGeneration > 0)
 	}
-	return placed && !j.applier.prunedFor(j.conn.name, j.p.UID, scaledObjectSet(w))
+	if !placed {
+		// Nothing of the pipeline is there yet: nothing can be stale after this apply.
+		j.applier.recordPruned(j.conn.name, j.p.UID, scaledObjectSet(w))
+		return false
+	}
+	return !j.applier.prunedFor(j.conn.name, j.p.UID, scaledObjectSet(w))
 }
 
 // scaledObjectSet names the wanted ScaledObjects, as the prune record keeps them.
