@@ -77,6 +77,7 @@ type options struct {
 	healthInterval          time.Duration
 	orphanScanInterval      time.Duration
 	deleteOrphans           bool
+	networkPolicy           bool
 
 	// memberPolicy is what member credentials may use beyond the safe default.
 	memberPolicy credentials.Policy
@@ -145,6 +146,8 @@ func newFlagSet(o *options, watchNamespaces *string, serverAllowlist *[]string) 
 		"Namespace of the hub holding the ReaderLeases: one per source identity, recording where each pipeline runs, and the tombstones of deleted ones (default: --cluster-provider-namespace).")
 	fs.DurationVar(&o.orphanScanInterval, "orphan-scan-interval", 5*time.Minute,
 		"How often each member's cache is scanned for orphans: objects the hub wrote for a pipeline no ReaderLease records there.")
+	fs.BoolVar(&o.networkPolicy, "coordinator-network-policy", false,
+		"Render a NetworkPolicy for each coordinator: its control-plane port open to the pipeline's own workers only, its metrics port to anyone. Off by default, as in the single-cluster operator; it needs a network plugin that enforces NetworkPolicies.")
 	fs.BoolVar(&o.deleteOrphans, "delete-orphans", false,
 		"Delete orphans in every member instead of only reporting them (per member: annotation urutau.io/delete-orphans=\"true\" on its inventory entry).")
 	fs.IntVar(&o.maxConcurrentReconciles, "max-concurrent-reconciles", 4, "CDCPipelines reconciled in parallel.")

@@ -4,6 +4,7 @@ import (
 	kedav1alpha1 "github.com/kedacore/keda/v2/apis/keda/v1alpha1"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
 	policyv1ac "k8s.io/client-go/applyconfigurations/policy/v1"
 	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
 
@@ -25,6 +26,10 @@ type Settings struct {
 
 	// Override is the merged per-cluster override for this member, nil when none applies.
 	Override *urutauv1alpha1.ClusterOverride
+
+	// NetworkPolicy renders a NetworkPolicy for the coordinator (the hub's
+	// --coordinator-network-policy). The single-cluster operator renders none: off by default.
+	NetworkPolicy bool
 }
 
 // Workload is the rendered coordinator workload of one pipeline for one member, in apply order.
@@ -42,6 +47,9 @@ type Workload struct {
 	// ScaledObjects has one entry per table with workers.max > 0, sorted by name; empty when KEDA
 	// is off for this member.
 	ScaledObjects []*kedav1alpha1.ScaledObject
+	// NetworkPolicy admits to the coordinator's pod only its own workers on the control-plane
+	// port and anyone on the metrics port; nil unless Settings.NetworkPolicy.
+	NetworkPolicy *networkingv1ac.NetworkPolicyApplyConfiguration
 
 	// SpecHash is the value of the urutau.io/spec-hash annotation (and status.specHash).
 	SpecHash string

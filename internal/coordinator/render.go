@@ -64,6 +64,7 @@ func Render(p *urutauv1alpha1.CDCPipeline, s Settings) (*Workload, error) {
 		ConfigMap:                 cm,
 		StatefulSet:               in.statefulSet(hash),
 		ScaledObjects:             in.scaledObjects(s),
+		NetworkPolicy:             in.networkPolicy(s),
 		SpecHash:                  hash,
 		RequiredSecrets:           in.requiredSecrets(),
 	}, nil

@@ -192,6 +192,12 @@ func renderCases() []renderCase {
 			settings: Settings{DefaultImage: testImage},
 		},
 		{
+			// --coordinator-network-policy: the same workload plus the coordinator's NetworkPolicy.
+			name:     "network-policy",
+			p:        func(t testing.TB) *urutauv1alpha1.CDCPipeline { return pipeline(t, "shop", mysqlInline, shopSecrets) },
+			settings: Settings{DefaultImage: testImage, NetworkPolicy: true},
+		},
+		{
 			name: "postgres-ssh-discover",
 			p: func(t testing.TB) *urutauv1alpha1.CDCPipeline {
 				// The postgres block connects by itself: no source Secret (its uri would fill
@@ -319,6 +325,9 @@ func objects(w *Workload) []any {
 	}
 	for _, so := range w.ScaledObjects {
 		objs = append(objs, so)
+	}
+	if w.NetworkPolicy != nil {
+		objs = append(objs, w.NetworkPolicy)
 	}
 	return objs
 }

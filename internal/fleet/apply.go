@@ -105,6 +105,7 @@ func (r *CoordinatorReconciler) settingsFor(p *urutauv1alpha1.CDCPipeline, m inv
 		KEDAPrometheusAddress: addr,
 		KEDAThreshold:         r.KEDAThreshold,
 		Override:              OverrideFor(p, m.Name),
+		NetworkPolicy:         r.NetworkPolicy,
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -205,7 +206,34 @@ func (j *applyJob) applySupporting(ctx context.Context, res *memberResult, w *co
 			return false
 		}
 	}
-	return true
+	return j.boundaryAllows(res, j.applyNetworkPolicy(ctx, res, w))
+}
+
+// applyNetworkPolicy applies the coordinator's NetworkPolicy when the hub renders one, and
+// removes the pipeline's when it no longer does (--coordinator-network-policy turned off); the
+// member cache tells whether there is one, so this costs no request when there is none.
+func (j *applyJob) applyNetworkPolicy(ctx context.Context, res *memberResult, w *coordinator.Workload) error {
+	if w.NetworkPolicy != nil {
+		req, err := networkPolicyRequest(w.NetworkPolicy)
+		if err != nil {
+			return err
+		}
+		return j.apply(ctx, res, req, j.conn.cached)
+	}
+	np := &networkingv1.NetworkPolicy{}
+	err := j.conn.cached.Get(ctx, client.ObjectKey{Namespace: j.p.Namespace, Name: coordinator.CoordinatorName(j.p.Name)}, np)
+	if apierrors.IsNotFound(err) || (err == nil && np.Labels[urutauv1alpha1.LabelHubPipelineUID] != string(j.p.UID)) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading NetworkPolicy %s/%s in cluster %q: %w", j.p.Namespace, np.Name, j.conn.name, err)
+	}
+	uid, rv := np.UID, np.ResourceVersion
+	if err := j.conn.cached.Delete(ctx, np, client.Preconditions{UID: &uid, ResourceVersion: &rv}); client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
+		return fmt.Errorf("deleting NetworkPolicy %s/%s in cluster %q: %w", j.p.Namespace, np.Name, j.conn.name, err)
+	}
+	res.wrote++
+	return nil
 }
 
 // apply applies one object (applier.apply) and counts the write.

@@ -10,6 +10,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -99,6 +100,7 @@ func cleanupLists() []client.ObjectList {
 		&rbacv1.RoleBindingList{},
 		&rbacv1.RoleList{},
 		&policyv1.PodDisruptionBudgetList{},
+		&networkingv1.NetworkPolicyList{},
 		&corev1.ServiceAccountList{},
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/client-go/rest"
@@ -235,6 +236,8 @@ func trimMemberObject(in any) (any, error) {
 		o.Subjects, o.RoleRef = nil, rbacv1.RoleRef{}
 	case *policyv1.PodDisruptionBudget:
 		o.Spec = policyv1.PodDisruptionBudgetSpec{}
+	case *networkingv1.NetworkPolicy:
+		o.Spec = networkingv1.NetworkPolicySpec{}
 	}
 	return obj, nil
 }

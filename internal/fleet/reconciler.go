@@ -74,6 +74,8 @@ type CoordinatorReconciler struct {
 	KEDAPrometheusAddress string
 	// KEDAThreshold is the ScaledObject trigger threshold (--keda-threshold).
 	KEDAThreshold string
+	// NetworkPolicy renders a NetworkPolicy for each coordinator (--coordinator-network-policy).
+	NetworkPolicy bool
 
 	// MemberTimeout bounds the work on one member in one reconcile.
 	MemberTimeout time.Duration

@@ -12,6 +12,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -21,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
 	policyv1ac "k8s.io/client-go/applyconfigurations/policy/v1"
 	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -312,6 +314,8 @@ func kindOf(obj client.Object) string {
 		return "ConfigMap"
 	case *appsv1.StatefulSet:
 		return "StatefulSet"
+	case *networkingv1.NetworkPolicy:
+		return "NetworkPolicy"
 	}
 	return ""
 }
@@ -408,6 +412,10 @@ func serviceRequest(ac *corev1ac.ServiceApplyConfiguration) (*applyRequest, erro
 
 func configMapRequest(ac *corev1ac.ConfigMapApplyConfiguration) (*applyRequest, error) {
 	return newApplyRequest("ConfigMap", ac, ac.WithAnnotations, func() *corev1.ConfigMap { return &corev1.ConfigMap{} }, corev1ac.ExtractConfigMap)
+}
+
+func networkPolicyRequest(ac *networkingv1ac.NetworkPolicyApplyConfiguration) (*applyRequest, error) {
+	return newApplyRequest("NetworkPolicy", ac, ac.WithAnnotations, func() *networkingv1.NetworkPolicy { return &networkingv1.NetworkPolicy{} }, networkingv1ac.ExtractNetworkPolicy)
 }
 
 func statefulSetRequest(ac *appsv1ac.StatefulSetApplyConfiguration) (*applyRequest, error) {
