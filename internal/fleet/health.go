@@ -130,7 +130,7 @@ func (h *healthMonitor) check(ctx context.Context, member string) {
 	cl, err := h.members.mgr.GetCluster(ctx, multicluster.ClusterName(member))
 	if err != nil {
 		memberEngaged.WithLabelValues(member).Set(0)
-		h.record(member, memberHealth{checked: true, message: notEngagedMessage(member, err)}, "")
+		h.record(member, memberHealth{checked: true, message: h.members.notEngagedMessage(member, err)}, "")
 		return
 	}
 	memberEngaged.WithLabelValues(member).Set(1)

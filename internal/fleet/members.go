@@ -35,6 +35,8 @@ type memberConn struct {
 // goes when it leaves the inventory (forget).
 type memberSet struct {
 	mgr mcmanager.Manager
+	// refusals, when set, tells why a member's credentials were refused.
+	refusals interface{ Refused(cluster string) error }
 
 	mu      sync.Mutex
 	members map[string]*memberEntry
@@ -84,7 +86,7 @@ func (s *memberSet) conn(ctx context.Context, member string) (*memberConn, error
 		if !errors.Is(err, multicluster.ErrClusterNotFound) || time.Now().After(deadline) {
 			// Not engaged: down until a health check finds it engaged and answering, so that
 			// the reconciles that follow do not wait for it again.
-			msg := notEngagedMessage(member, err)
+			msg := s.notEngagedMessage(member, err)
 			s.setHealth(member, memberHealth{checked: true, message: msg})
 			memberEngaged.WithLabelValues(member).Set(0)
 			return nil, fmt.Errorf("cluster %q %w: %s", member, errMemberDown, msg)
@@ -322,4 +324,15 @@ func (s *memberSet) clean(ctx context.Context, opts fanOutOptions, entries []uru
 		out[keyOf(byMember[m])] = d.state
 	}
 	return out
+}
+
+// notEngagedMessage says why the hub has no connection to member: its credentials were refused
+// (the reason), or the provider could not engage it.
+func (s *memberSet) notEngagedMessage(member string, err error) string {
+	if s.refusals != nil {
+		if refused := s.refusals.Refused(member); refused != nil {
+			return fmt.Sprintf("the hub does not use the credentials of cluster %q: %v", member, refused)
+		}
+	}
+	return notEngagedMessage(member, err)
 }

@@ -103,6 +103,9 @@ type CoordinatorReconciler struct {
 	// DeleteOrphans lets the hub delete orphans in every member (--delete-orphans); a member's
 	// inventory entry may allow it for that member alone (AnnotationDeleteOrphans).
 	DeleteOrphans bool
+	// Refusals says why a member's credentials were refused (internal/credentials), so that a
+	// member the provider never engages for that reason says so instead of "not engaged".
+	Refusals interface{ Refused(cluster string) error }
 	// Liveness follows whether members answer (its Track must be among the provider's REST
 	// options); without it, a reconcile waits for a hung member for half of MemberTimeout.
 	Liveness *Liveness

@@ -67,6 +67,7 @@ func (r *CoordinatorReconciler) setDefaults(mgr mcmanager.Manager) {
 		r.MaxConcurrentReconciles = DefaultMaxConcurrentReconciles
 	}
 	r.members.mgr = mgr
+	r.members.refusals = r.Refusals
 	r.applier.base = r.FieldManager
 	r.leases = leaseStore{client: r.Client, live: r.APIReader, namespace: r.LeaseNamespace, owner: r.FieldManager}
 }
