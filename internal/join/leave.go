@@ -194,7 +194,8 @@ func checkTombstones(ctx context.Context, hub client.Client, o LeaveOptions) err
 	return nil
 }
 
-// cleanMember revokes the token and removes config/spoke from the member.
+// cleanMember revokes the token, closes the namespaces opened to the fleet and removes
+// config/spoke from the member.
 func cleanMember(ctx context.Context, cfg *rest.Config, o LeaveOptions, out io.Writer) error {
 	m, err := newMember(cfg)
 	if err != nil {
@@ -209,6 +210,9 @@ func cleanMember(ctx context.Context, cfg *rest.Config, o LeaveOptions, out io.W
 	}
 	if o.KeepSpoke {
 		return errors.Join(errs...)
+	}
+	if err := m.closeNamespaces(ctx, out); err != nil {
+		errs = append(errs, err)
 	}
 	objs, err := SpokeObjects(nil)
 	if err != nil {
