@@ -92,7 +92,7 @@ func leaveCommand() command {
 			m.bind(fs)
 			fs.BoolVar(&o.Drain, "drain", false, "Move the pipelines off first: drop the entry's labels and the member from spec.placement.clusters, and wait for the hub to empty it.")
 			fs.DurationVar(&o.DrainTimeout, "drain-timeout", 10*time.Minute, "How long --drain waits.")
-			fs.BoolVar(&o.KeepSpoke, "keep-spoke", false, "Leave config/spoke in the member (the token is revoked all the same).")
+			fs.BoolVar(&o.KeepSpoke, "keep-spoke", false, "Leave config/spoke, and the namespaces it opened, as they are in the member (the token is revoked all the same).")
 			fs.BoolVar(&o.Force, "force", false, "Remove the entry even with tombstones pending for the member.")
 			fs.BoolVar(&o.DryRun, "dry-run", false, "Print what leave would do; write nothing.")
 		},

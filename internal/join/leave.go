@@ -31,7 +31,8 @@ type LeaveOptions struct {
 	// DrainTimeout for the hub to remove every workload from the member.
 	Drain        bool
 	DrainTimeout time.Duration
-	// KeepSpoke leaves config/spoke in the member (the token is revoked all the same).
+	// KeepSpoke leaves config/spoke, and the namespaces opened to the hub, as they are in the
+	// member (the token is revoked all the same).
 	KeepSpoke bool
 	// Force removes the entry even with tombstones pending for the member (they would wait
 	// forever: the hub replays tombstones only for members in its inventory).
