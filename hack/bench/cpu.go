@@ -26,6 +26,20 @@ func (c cpuUse) sub(o cpuUse) cpuUse {
 	}
 }
 
+func (c cpuUse) add(o cpuUse) cpuUse {
+	return cpuUse{
+		hub: c.hub + o.hub, hubAPI: c.hubAPI + o.hubAPI, members: c.members + o.members, bench: c.bench + o.bench,
+		busy: c.busy + o.busy, total: c.total + o.total,
+	}
+}
+
+func (c cpuUse) scale(f float64) cpuUse {
+	return cpuUse{
+		hub: c.hub * f, hubAPI: c.hubAPI * f, members: c.members * f, bench: c.bench * f,
+		busy: c.busy * f, total: c.total * f,
+	}
+}
+
 // ours is the CPU time of the processes the bench accounts for.
 func (c cpuUse) ours() float64 { return c.hub + c.hubAPI + c.members + c.bench }
 
@@ -35,6 +49,16 @@ func (c cpuUse) utilisation() float64 {
 		return 0
 	}
 	return c.busy / c.total
+}
+
+// othersShare is the share of the machine's CPU time that processes other than the bench's
+// used: the load the bench does not control. (/proc/stat and /proc/<pid>/stat are sampled a few
+// milliseconds apart, so a share near 0 may come out slightly negative: it is clamped.)
+func (c cpuUse) othersShare() float64 {
+	if c.total <= 0 {
+		return 0
+	}
+	return max(0, (c.busy-c.ours())/c.total)
 }
 
 // cpuNow reads the CPU time used so far by the hub process (nil: none), the hub API server and

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -26,8 +25,8 @@ type hubProcess struct {
 	cmd    *exec.Cmd
 	logf   *os.File
 	exited chan struct{}
-	// metricsAddr serves its metrics.
-	metricsAddr string
+	// metricsAddr serves its metrics; pprofAddr its profiles (empty: none).
+	metricsAddr, pprofAddr string
 }
 
 // startHub runs the hub binary against the hub API server. The kubeconfig is passed in
@@ -35,7 +34,7 @@ type hubProcess struct {
 // config loader (client-side rate limiting off, relying on API priority and fairness), which is
 // what production runs. (--kubeconfig=PATH loads the file with client-go's defaults instead: see
 // docs/benchmarks.md.)
-func startHub(bin, kubeconfig, logPath string, args ...string) (*hubProcess, error) {
+func startHub(bin, kubeconfig, logPath, metricsAddr string, args ...string) (*hubProcess, error) {
 	f, err := os.Create(logPath)
 	if err != nil {
 		return nil, err
@@ -47,7 +46,7 @@ func startHub(bin, kubeconfig, logPath string, args ...string) (*hubProcess, err
 		_ = f.Close()
 		return nil, err
 	}
-	h := &hubProcess{cmd: cmd, logf: f, exited: make(chan struct{})}
+	h := &hubProcess{cmd: cmd, logf: f, exited: make(chan struct{}), metricsAddr: metricsAddr}
 	go func() {
 		_ = cmd.Wait()
 		close(h.exited)
@@ -55,9 +54,10 @@ func startHub(bin, kubeconfig, logPath string, args ...string) (*hubProcess, err
 	return h, nil
 }
 
-// waitEngaged waits until the hub has engaged n members (the kubeconfig provider logs "Cluster
-// cache is ready" once per member) and its controller runs workers.
-func (h *hubProcess) waitEngaged(ctx context.Context, n int, timeout time.Duration) error {
+// waitEngaged waits until the hub has engaged every member (urutau_fleet_member_engaged is 1
+// and the provider logged "Successfully engaged manager", which comes once the member's caches
+// are ready and every controller watches it) and its controllers run workers.
+func (h *hubProcess) waitEngaged(ctx context.Context, members []string, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
 		select {
@@ -67,15 +67,36 @@ func (h *hubProcess) waitEngaged(ctx context.Context, n int, timeout time.Durati
 			return ctx.Err()
 		case <-time.After(200 * time.Millisecond):
 		}
-		b, err := os.ReadFile(h.logf.Name())
+		ok, err := h.engagedAll(ctx, members)
 		if err != nil {
 			return err
 		}
-		if bytes.Count(b, []byte("Cluster cache is ready")) >= n && bytes.Contains(b, []byte("Starting workers")) {
+		if ok {
 			return nil
 		}
 	}
-	return fmt.Errorf("hub did not engage %d members within %s: see %s", n, timeout, h.logf.Name())
+	return fmt.Errorf("hub did not engage %d members within %s: see %s", len(members), timeout, h.logf.Name())
+}
+
+// engagedAll says whether the hub runs workers and has engaged every member.
+func (h *hubProcess) engagedAll(ctx context.Context, members []string) (bool, error) {
+	b, err := os.ReadFile(h.logf.Name())
+	if err != nil || !bytes.Contains(b, []byte("Starting workers")) {
+		return false, err
+	}
+	if len(members) == 0 {
+		return true, nil
+	}
+	engaged, err := hubMetric(ctx, h.metricsAddr, "urutau_fleet_member_engaged", "cluster")
+	if err != nil {
+		return false, nil // not serving metrics yet
+	}
+	for _, m := range members {
+		if engaged[m] != 1 || !bytes.Contains(b, []byte(`"msg":"Successfully engaged manager","cluster":"`+m+`"`)) {
+			return false, nil
+		}
+	}
+	return true, nil
 }
 
 // memory reads VmRSS and VmHWM (peak RSS) of the hub, in KiB.
@@ -124,32 +145,6 @@ func freeLocalAddr() (string, error) {
 	return l.Addr().String(), nil
 }
 
-// saveCPUProfile fetches a CPU profile of d from the hub's pprof endpoint into path.
-func saveCPUProfile(ctx context.Context, addr string, d time.Duration, path string) error {
-	url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, int(d.Round(time.Second).Seconds()))
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return fmt.Errorf("profiling the hub: %w", err)
-	}
-	defer func() { _ = resp.Body.Close() }()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("profiling the hub: %s", resp.Status)
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(f, resp.Body); err != nil {
-		_ = f.Close()
-		return err
-	}
-	return f.Close()
-}
-
 // reconciles reads the hub's controller_runtime_reconcile_total for its pipeline controller, all
 // results added up.
 func reconciles(ctx context.Context, metricsAddr string) (int, error) {
@@ -157,36 +152,44 @@ func reconciles(ctx context.Context, metricsAddr string) (int, error) {
 	return int(n), err
 }
 
-// controllerMetric adds up the values of the hub's metric family for its pipeline controller
-// (counters and gauges).
+// controllerMetric is the value of the hub's metric family for its pipeline controller, all
+// series added up (counters and gauges).
 func controllerMetric(ctx context.Context, metricsAddr, family string) (float64, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+metricsAddr+"/metrics", nil)
+	byController, err := hubMetric(ctx, metricsAddr, family, "controller")
 	if err != nil {
 		return 0, err
 	}
+	n, found := byController[fleet.ControllerName]
+	if !found {
+		return 0, fmt.Errorf("the hub's metrics have no %s for controller %q", family, fleet.ControllerName)
+	}
+	return n, nil
+}
+
+// hubMetric reads the hub's metric family and adds up its series (counters and gauges) by the
+// value of label.
+func hubMetric(ctx context.Context, metricsAddr, family, label string) (map[string]float64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+metricsAddr+"/metrics", nil)
+	if err != nil {
+		return nil, err
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return 0, fmt.Errorf("reading the hub's metrics: %w", err)
+		return nil, fmt.Errorf("reading the hub's metrics: %w", err)
 	}
 	defer func() { _ = resp.Body.Close() }()
 	parser := expfmt.NewTextParser(model.UTF8Validation)
 	families, err := parser.TextToMetricFamilies(resp.Body)
 	if err != nil {
-		return 0, fmt.Errorf("parsing the hub's metrics: %w", err)
+		return nil, fmt.Errorf("parsing the hub's metrics: %w", err)
 	}
-	n, found := 0.0, false
+	out := map[string]float64{}
 	for _, m := range families[family].GetMetric() {
-		for _, l := range m.GetLabel() {
-			if l.GetName() == "controller" && l.GetValue() == fleet.ControllerName {
-				n += m.GetCounter().GetValue() + m.GetGauge().GetValue()
-				found = true
-			}
+		if v, ok := labelMap(m)[label]; ok {
+			out[v] += m.GetCounter().GetValue() + m.GetGauge().GetValue()
 		}
 	}
-	if !found {
-		return 0, fmt.Errorf("the hub's metrics have no %s for controller %q", family, fleet.ControllerName)
-	}
-	return n, nil
+	return out, nil
 }
 
 // waitIdle waits until the hub's pipeline controller has nothing queued and no reconcile running,

@@ -20,7 +20,7 @@ import (
 // has engaged it again, caches and controllers, and has no reconcile left to run, so the member
 // hangs once engaged. (A member that
 // hangs while the hub engages it is another case: see docs/benchmarks.md.)
-func (e *env) runHung(ctx context.Context, o options, s size, res *result, hub *hubProcess, sysNS, ns string, members []*testenv.Cluster) error {
+func (e *env) runHung(ctx context.Context, o options, s size, res *pairRun, hub *hubProcess, sysNS, ns string, members []*testenv.Cluster) error {
 	hung := members[s.C-1]
 	u, err := url.Parse(hung.Config.Host)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -49,6 +50,9 @@ func (r *CoordinatorReconciler) applyAll(ctx context.Context, p *urutauv1alpha1.
 
 // applyOn is the work on one member: skipped while it is down or backing off, else an applyJob.
 func (r *CoordinatorReconciler) applyOn(ctx context.Context, p *urutauv1alpha1.CDCPipeline, w *world, pl *placement, m string) memberResult {
+	if d := w.denied[m]; d != nil {
+		return denied(m, w.ids[m], d)
+	}
 	if obs, left, waiting := r.members.backoff.waiting(workKey{pipeline: client.ObjectKeyFromObject(p), member: m}, time.Now()); waiting {
 		return memberResult{obs: obs, backingOff: true, retryIn: left}
 	}
@@ -70,7 +74,11 @@ func (r *CoordinatorReconciler) applyOn(ctx context.Context, p *urutauv1alpha1.C
 	job := &applyJob{
 		p: p, conn: c, id: w.ids[m], settings: r.settingsFor(p, w.inventory[m]),
 		manager: FieldManagerFor(r.FieldManager, m), applier: &r.applier,
-		crossed: func() { r.lookAgain.Store(client.ObjectKeyFromObject(p), true) },
+		crossed:  func() { r.lookAgain.Store(client.ObjectKeyFromObject(p), true) },
+		boundary: w.boundary,
+		guard: guardAdoption(p, func(warning string) {
+			r.event(p, corev1.EventTypeWarning, EventAdoptionWarning, "Apply", "cluster %q: %s", m, warning)
+		}),
 	}
 	if !pl.wrote {
 		job.mayCreateCoordinator = func(ctx context.Context) error {

@@ -388,7 +388,7 @@ var _ = Describe("CoordinatorReconciler", func() {
 		}).Should(Succeed())
 
 		Expect(members["a"].Client.Create(ctx, &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "source-dsn"},
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "source-dsn", Labels: openSecret},
 			Data:       map[string][]byte{"uri": []byte("mysql://u:p@db:3306")},
 		})).To(Succeed())
 		Eventually(func(g Gomega) {
@@ -400,7 +400,7 @@ var _ = Describe("CoordinatorReconciler", func() {
 
 	It("terminates on a Secret without its required key", func(ctx SpecContext) {
 		Expect(members["a"].Client.Create(ctx, &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "source-dsn"},
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "source-dsn", Labels: openSecret},
 			Data:       map[string][]byte{"url": []byte("typo")},
 		})).To(Succeed())
 		p := create(ctx, newPipeline(ns, "secret-invalid", onClusters("a"), func(p *urutauv1alpha1.CDCPipeline) {

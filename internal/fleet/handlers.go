@@ -4,12 +4,12 @@ import (
 	"context"
 	"maps"
 	"slices"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -48,18 +48,30 @@ func memberWatchedLists() []client.ObjectList {
 	}
 }
 
-func memberSelector() labels.Selector {
-	return labels.SelectorFromSet(labels.Set{urutauv1alpha1.LabelManagedBy: urutauv1alpha1.ManagedByFleet})
-}
-
-// mapMemberObject maps an object in a member to the hub pipeline that wrote it.
+// mapMemberObject maps an object in a member to the hub pipeline that wrote it, or, for an object
+// that is not the fleet's, to the pipeline its name would belong to (<cr>-coordinator,
+// <cr>-worker in the pipeline's namespace): a foreign object a pipeline waits for (handed over,
+// or deleted) brings it back.
 func mapMemberObject(o client.Object) []mcreconcile.Request {
 	l := o.GetLabels()
 	ns, name := l[urutauv1alpha1.LabelHubNamespace], l[urutauv1alpha1.LabelHubName]
-	if ns == "" || name == "" || l[urutauv1alpha1.LabelManagedBy] != urutauv1alpha1.ManagedByFleet {
+	if l[urutauv1alpha1.LabelManagedBy] != urutauv1alpha1.ManagedByFleet {
+		return foreignObjectRequests(o)
+	}
+	if ns == "" || name == "" {
 		return nil
 	}
 	return []mcreconcile.Request{localRequest(types.NamespacedName{Namespace: ns, Name: name})}
+}
+
+// foreignObjectRequests is the pipeline an object of another owner is named after.
+func foreignObjectRequests(o client.Object) []mcreconcile.Request {
+	for _, suffix := range []string{"-coordinator", "-worker"} {
+		if cr, ok := strings.CutSuffix(o.GetName(), suffix); ok && cr != "" {
+			return []mcreconcile.Request{localRequest(types.NamespacedName{Namespace: o.GetNamespace(), Name: cr})}
+		}
+	}
+	return nil
 }
 
 func localRequest(key types.NamespacedName) mcreconcile.Request {
@@ -244,4 +256,33 @@ func (r *CoordinatorReconciler) pipelinesOfLease(ctx context.Context, o client.O
 		keys[client.ObjectKeyFromObject(&list.Items[i])] = true
 	}
 	return slices.Collect(maps.Keys(keys))
+}
+
+// policyEventHandler brings every pipeline back when a PlacementPolicy changes: it may open or
+// close any member to any namespace.
+func (r *CoordinatorReconciler) policyEventHandler(multicluster.ClusterName, cluster.Cluster) handler.TypedEventHandler[client.Object, mcreconcile.Request] {
+	return handler.TypedEnqueueRequestsFromMapFunc[client.Object, mcreconcile.Request](func(ctx context.Context, _ client.Object) []mcreconcile.Request {
+		var out []mcreconcile.Request
+		for _, k := range r.pipelinesFor(ctx, "", true) {
+			out = append(out, localRequest(k))
+		}
+		return out
+	})
+}
+
+// hubNamespaceEventHandler brings back the pipelines of a hub namespace whose labels changed (the
+// boundary selects namespaces by them).
+func (r *CoordinatorReconciler) hubNamespaceEventHandler(multicluster.ClusterName, cluster.Cluster) handler.TypedEventHandler[client.Object, mcreconcile.Request] {
+	return handler.TypedEnqueueRequestsFromMapFunc[client.Object, mcreconcile.Request](func(ctx context.Context, ns client.Object) []mcreconcile.Request {
+		list := &urutauv1alpha1.CDCPipelineList{}
+		if err := r.Client.List(ctx, list, client.InNamespace(ns.GetName())); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "listing the CDCPipelines of a namespace", "namespace", ns.GetName())
+			return nil
+		}
+		out := make([]mcreconcile.Request, 0, len(list.Items))
+		for i := range list.Items {
+			out = append(out, localRequest(client.ObjectKeyFromObject(&list.Items[i])))
+		}
+		return out
+	})
 }

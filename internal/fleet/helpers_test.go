@@ -51,11 +51,18 @@ func newNamespace(ctx context.Context) string {
 	ns := fmt.Sprintf("t-%06d", rand.IntN(1_000_000))
 	Expect(hubClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
 	for _, m := range members {
-		Expect(m.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+		Expect(m.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: openNamespace}})).To(Succeed())
 		Expect(m.Client.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "default"}})).To(Succeed())
 	}
 	return ns
 }
+
+// openNamespace and openSecret are the labels that open a member namespace and a member Secret
+// to the fleet (the tenancy boundary).
+var (
+	openNamespace = map[string]string{urutauv1alpha1.LabelFleetManaged: "true"}
+	openSecret    = map[string]string{urutauv1alpha1.LabelFleetSecret: "true"}
+)
 
 // serverIDs hands out a new serverId to each pipeline newPipeline makes.
 var serverIDs atomic.Int64

@@ -3,6 +3,7 @@ package fleet
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -19,7 +20,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
+	"github.com/urutau-io/fleet/internal/adopt"
 	"github.com/urutau-io/fleet/internal/coordinator"
+	"github.com/urutau-io/fleet/internal/tenancy"
 )
 
 // memberResult is the outcome of one member in one reconcile.
@@ -78,7 +81,11 @@ type applyJob struct {
 	// created (leaseStore.mayCreateCoordinator).
 	mayCreateCoordinator func(context.Context) error
 	// guard refuses to write over an object this pipeline does not own (adoption rules).
-	guard func(existing client.Object) error
+	guard func(kind string, existing client.Object) error
+	// boundary is the tenancy boundary; nsCheck its check of the member namespace, made before
+	// the job's first write.
+	boundary tenancy.Boundary
+	nsCheck  namespaceCheck
 }
 
 func (j *applyJob) run(ctx context.Context) (res memberResult) {
@@ -101,8 +108,7 @@ func (j *applyJob) run(ctx context.Context) (res memberResult) {
 		return res
 	}
 	kedaMsg, n, err := j.applyScaledObjects(ctx, w, reads.scaledObjects)
-	if err != nil {
-		res.fail(err)
+	if !j.boundaryAllows(&res, err) {
 		return res
 	}
 	res.wrote += n
@@ -163,7 +169,12 @@ func (j *applyJob) mayHaveStaleScaledObjects(w *coordinator.Workload) bool {
 	for _, c := range j.p.Status.Clusters {
 		placed = placed || (c.Name == j.conn.name && c.ObservedGeneration > 0)
 	}
-	return placed && !j.applier.prunedFor(j.conn.name, j.p.UID, scaledObjectSet(w))
+	if !placed {
+		// Nothing of the pipeline is there yet: nothing can be stale after this apply.
+		j.applier.recordPruned(j.conn.name, j.p.UID, scaledObjectSet(w))
+		return false
+	}
+	return !j.applier.prunedFor(j.conn.name, j.p.UID, scaledObjectSet(w))
 }
 
 // scaledObjectSet names the wanted ScaledObjects, as the prune record keeps them.
@@ -190,8 +201,7 @@ func (j *applyJob) applySupporting(ctx context.Context, res *memberResult, w *co
 		if err == nil {
 			err = j.apply(ctx, res, req, j.conn.cached)
 		}
-		if err != nil {
-			res.fail(err)
+		if !j.boundaryAllows(res, err) {
 			return false
 		}
 	}
@@ -201,6 +211,7 @@ func (j *applyJob) applySupporting(ctx context.Context, res *memberResult, w *co
 // apply applies one object (applier.apply) and counts the write.
 func (j *applyJob) apply(ctx context.Context, res *memberResult, req *applyRequest, cached client.Reader) error {
 	req.guard = j.guard
+	req.beforeWrite = func(ctx context.Context) error { return j.nsCheck.check(ctx, j) }
 	wrote, err := j.applier.apply(ctx, cached, j.conn.live, j.conn.cached, j.conn.name, j.manager, req)
 	if req.crossed && j.crossed != nil {
 		j.crossed()
@@ -215,6 +226,7 @@ func (j *applyJob) apply(ctx context.Context, res *memberResult, req *applyReque
 // cache holds only our objects). A missing one is waited for (#504); one without its key is
 // terminal (#250).
 func (j *applyJob) secretsReady(ctx context.Context, res *memberResult, w *coordinator.Workload, reads memberReads) bool {
+	read := map[string]*corev1.Secret{}
 	for i, ref := range w.RequiredSecrets {
 		s, err := reads.secrets[i]()
 		switch {
@@ -232,6 +244,30 @@ func (j *applyJob) secretsReady(ctx context.Context, res *memberResult, w *coord
 			res.terminate(urutauv1alpha1.ReasonSecretValidationFailed, j.conn.name, msg, EventInvalidSecret)
 			return false
 		}
+		read[ref.Name] = s
+	}
+	return j.boundaryAllows(res, j.secretsOpen(ctx, read))
+}
+
+// boundaryAllows reports a refusal of the tenancy boundary (a *tenancy.Denial) as the member's
+// state, and any other error as a failure; it tells whether the apply may go on.
+func (j *applyJob) boundaryAllows(res *memberResult, err error) bool {
+	var d *tenancy.Denial
+	var c *adopt.Conflict
+	switch {
+	case errors.As(err, &d):
+		*res = denied(j.conn.name, j.id, d)
+		return false
+	case errors.As(err, &c):
+		// Waiting for a person (the object's owner hands it over, or it goes): not a failure to
+		// back off from; a change of the object brings the pipeline back (foreignObjectRequests).
+		res.retry = true
+		res.obs.Phase, res.obs.Message = urutauv1alpha1.ClusterDegraded, "not applied: "+c.Message
+		res.eventReason, res.eventMessage = EventAdoptionConflict, res.obs.Message
+		return false
+	case err != nil:
+		res.fail(err)
+		return false
 	}
 	return true
 }
@@ -248,8 +284,7 @@ func (j *applyJob) applyCoordinator(ctx context.Context, res *memberResult, w *c
 	}
 	req.beforeCreate = j.mayCreateCoordinator
 	before := res.wrote
-	if err := j.apply(ctx, res, req, j.conn.cached); err != nil {
-		res.fail(err)
+	if err := j.apply(ctx, res, req, j.conn.cached); !j.boundaryAllows(res, err) {
 		return nil, false
 	}
 	if res.wrote == before {

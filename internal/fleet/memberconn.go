@@ -180,11 +180,12 @@ func (t *livenessRoundTripper) RoundTrip(req *http.Request) (*http.Response, err
 	return resp, err
 }
 
-// MemberClusterOptions scope a member's cache to the objects the hub writes (the managed-by
-// label, keeping its other cache options), so a member's ConfigMaps, Services... are not all
-// mirrored into the hub's memory (Secrets and pods are never cached: they are read live), and
-// bound the first sync of that cache by syncTimeout; hand them to the provider
-// (kubeconfig.Options.ClusterOptions).
+// MemberClusterOptions make a member's cache hold, of each kind the hub writes, every object's
+// metadata only (trimMemberObject): the hub's own objects, to tell a no-op apply and a coordinator's
+// readiness, and everyone else's, so that an object of the same name that is not the pipeline's is
+// seen before anything is written over it (internal/adopt) without a read per object. Secrets and
+// pods are never cached: they are read live. They also bound the first sync of that cache by
+// syncTimeout; hand them to the provider (kubeconfig.Options.ClusterOptions).
 //
 // Why the bound: the providers wait for a new member's cache to sync and then engage it with our
 // controllers, whose watch sources wait, with no deadline, for informers of each kind they watch.
@@ -195,7 +196,6 @@ func (t *livenessRoundTripper) RoundTrip(req *http.Request) (*http.Response, err
 // engagement that goes ahead finds every informer its sources want already synced.
 func MemberClusterOptions(syncTimeout time.Duration) cluster.Option {
 	return func(o *cluster.Options) {
-		o.Cache.DefaultLabelSelector = memberSelector()
 		o.Cache.DefaultTransform = trimMemberObject
 		o.NewCache = func(cfg *rest.Config, opts cache.Options) (cache.Cache, error) {
 			c, err := cache.New(cfg, opts)

@@ -245,7 +245,7 @@ var _ = Describe("Members come and go", func() {
 		broken := "t-missing-" + ns // a namespace b never gets: every apply there fails
 		Expect(hubClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: broken}})).To(Succeed())
 		for _, n := range []string{"a", "c"} {
-			Expect(members[n].Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: broken}})).To(Succeed())
+			Expect(members[n].Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: broken, Labels: openNamespace}})).To(Succeed())
 		}
 		p := newPipeline(broken, "isolated", onClusters("a", "b"))
 		Expect(hubClient.Create(ctx, p)).To(Succeed())

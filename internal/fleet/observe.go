@@ -14,6 +14,7 @@ import (
 	"github.com/urutau-io/fleet/internal/coordinator"
 	"github.com/urutau-io/fleet/internal/fleet/inventory"
 	"github.com/urutau-io/fleet/internal/spec"
+	"github.com/urutau-io/fleet/internal/tenancy"
 )
 
 // world is what one reconcile of a live pipeline knows before it decides: the cluster inventory,
@@ -35,6 +36,10 @@ type world struct {
 	// be read yet, with why (they are retried).
 	refused      map[string]string
 	unidentified map[string]error
+	// denied are selected members the tenancy boundary refuses to the pipeline; boundary is that
+	// boundary, for the checks made in the member.
+	denied   map[string]*tenancy.Denial
+	boundary tenancy.Boundary
 	// accepted are member names whose new identity a person accepted (AnnotationClusterID): the
 	// pipeline's entries for the old identity there count as gone.
 	accepted sets.Set[string]
@@ -47,6 +52,8 @@ type world struct {
 	holderGone bool
 	// elsewhere are leases of other identities that record the pipeline: its source changed.
 	elsewhere []string
+	// self is the pipeline's UID.
+	self types.UID
 }
 
 // observe reads the world for p. Reading a member's identity contacts it (once per connection);
@@ -56,7 +63,7 @@ func (r *CoordinatorReconciler) observe(ctx context.Context, p *urutauv1alpha1.C
 	if err != nil {
 		return nil, fmt.Errorf("listing the cluster inventory: %w", err)
 	}
-	w := &world{inventory: map[string]inventory.Member{}, ids: map[string]string{}, refused: map[string]string{}, unidentified: map[string]error{}, accepted: sets.New[string]()}
+	w := &world{self: p.UID, inventory: map[string]inventory.Member{}, ids: map[string]string{}, refused: map[string]string{}, unidentified: map[string]error{}, denied: map[string]*tenancy.Denial{}, accepted: sets.New[string]()}
 	for _, m := range members {
 		w.inventory[m.Name] = m
 	}
@@ -74,6 +81,9 @@ func (r *CoordinatorReconciler) observe(ctx context.Context, p *urutauv1alpha1.C
 	w.source = sourceIdentity(p)
 	w.leaseName = LeaseName(w.source, p.UID)
 	if err := r.observeLease(ctx, p, w); err != nil {
+		return nil, err
+	}
+	if err := r.observeBoundary(ctx, p, w); err != nil {
 		return nil, err
 	}
 	r.observeIdentities(ctx, p, w)
@@ -250,6 +260,19 @@ func identityProblem(m string, entry inventory.Member, id string, own []urutauv1
 	return ""
 }
 
+// placedOn tells whether the pipeline's lease records it Active on member m as it is now.
+func (w *world) placedOn(m string) bool {
+	if w.lease == nil {
+		return false
+	}
+	for _, e := range w.lease.Spec.Members {
+		if e.Cluster == m && e.ClusterID == w.ids[m] && e.State == urutauv1alpha1.LeaseMemberActive && e.PipelineUID == w.self {
+			return true
+		}
+	}
+	return false
+}
+
 // ownIdentity is the identity of the cluster an Active or Drained entry of pipeline uid names
 // member by, "" when there is none.
 func ownIdentity(l *urutauv1alpha1.ReaderLease, uid types.UID, member string) string {
@@ -281,7 +304,10 @@ func (w *world) targets() map[string]string {
 	for _, m := range w.selected {
 		_, refused := w.refused[m]
 		_, unidentified := w.unidentified[m]
-		if !refused && !unidentified {
+		// A member the boundary refuses stays a target only where the pipeline runs already:
+		// nothing is written there, and nothing is removed either.
+		_, denied := w.denied[m]
+		if !refused && !unidentified && (!denied || w.placedOn(m)) {
 			out[m] = w.ids[m]
 		}
 	}

@@ -14,8 +14,11 @@ package fleet
 // +kubebuilder:rbac:groups=urutau.io,resources=cdcpipelines,verbs=list;watch;patch
 // +kubebuilder:rbac:groups=urutau.io,resources=cdcpipelines/status,verbs=patch
 
-// PlacementPolicies: the webhook lists them live (internal/webhook/tenancy.go); a reconciler that
-// caches them adds watch here.
+// PlacementPolicies and the hub's Namespaces (their metadata): the reconciler checks the tenancy
+// boundary before every write into a member, from its cache, and a change brings the pipelines it
+// concerns back (the webhook reads them live, internal/webhook/tenancy.go).
+// +kubebuilder:rbac:groups=urutau.io,resources=placementpolicies,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 
 // ReaderLeases: one per source identity, in the hub's namespace (DESIGN.md §5 rule 3).
 // +kubebuilder:rbac:groups=urutau.io,namespace=urutau-system,resources=readerleases,verbs=get;list;watch;create;update;delete

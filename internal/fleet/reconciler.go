@@ -81,6 +81,10 @@ type CoordinatorReconciler struct {
 	TombstoneGrace time.Duration
 	// LeaseNamespace holds the ReaderLeases on the hub.
 	LeaseNamespace string
+	// ReservedNamespaces are the hub's own namespaces (--cluster-provider-namespace,
+	// --lease-namespace): no pipeline runs in a namespace of that name, hub or member
+	// (tenancy.Boundary.Reserved).
+	ReservedNamespaces []string
 	// MaxConcurrentReconciles is per controller (manager-wide options are not applied by
 	// multicluster-runtime v0.24.1).
 	MaxConcurrentReconciles int

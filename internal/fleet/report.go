@@ -19,6 +19,11 @@ func (r *CoordinatorReconciler) report(ctx context.Context, p *urutauv1alpha1.CD
 	obs := observation(p, w, pl, results)
 	orig := p.DeepCopy()
 	p.Status = ComputeStatus(p.Status, obs)
+	for m, d := range w.denied {
+		if _, ok := results[m]; !ok {
+			results[m] = denied(m, w.ids[m], d)
+		}
+	}
 	r.emitEvents(p, orig, results, pl)
 	if err := r.patchStatus(ctx, orig, p, false); err != nil {
 		return ctrl.Result{}, err
@@ -49,17 +54,24 @@ func observation(p *urutauv1alpha1.CDCPipeline, w *world, pl *placement, results
 			Message: "waiting for " + blockingMessage(obs.Lease) + " before starting here"})
 		shown.Insert(m)
 	}
-	for m, why := range w.refused {
-		obs.Members = append(obs.Members, MemberObservation{Name: m, ClusterID: w.ids[m], Phase: urutauv1alpha1.ClusterPending, Message: why})
-		shown.Insert(m)
+	show := func(o MemberObservation) {
+		if !shown.Has(o.Name) {
+			obs.Members = append(obs.Members, o)
+			shown.Insert(o.Name)
+		}
 	}
-	for m, err := range w.unidentified {
+	for _, m := range sortedKeys(w.denied) {
+		show(denied(m, w.ids[m], w.denied[m]).obs)
+	}
+	for _, m := range sortedKeys(w.refused) {
+		show(MemberObservation{Name: m, ClusterID: w.ids[m], Phase: urutauv1alpha1.ClusterPending, Message: w.refused[m]})
+	}
+	for _, m := range sortedKeys(w.unidentified) {
 		phase := urutauv1alpha1.ClusterPending
-		if isUnreachable(err) {
+		if isUnreachable(w.unidentified[m]) {
 			phase = urutauv1alpha1.ClusterUnreachable
 		}
-		obs.Members = append(obs.Members, MemberObservation{Name: m, Phase: phase, Message: err.Error()})
-		shown.Insert(m)
+		show(MemberObservation{Name: m, Phase: phase, Message: w.unidentified[m].Error()})
 	}
 	inventory := sets.New(d.Run...)
 	for _, e := range d.Departed {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -138,6 +140,11 @@ func (r *CoordinatorReconciler) setupPipelineController(mgr mcmanager.Manager) e
 		mcbuilder.WithPredicates(predicate.NewPredicateFuncs(r.Inventory.IsEntry)))
 	b = b.Watches(&urutauv1alpha1.ReaderLease{}, r.leaseEventHandler, local, members,
 		mcbuilder.WithPredicates(inNamespace(r.LeaseNamespace)))
+	b = b.Watches(&urutauv1alpha1.PlacementPolicy{}, r.policyEventHandler, local, members)
+	hubNamespaces := &metav1.PartialObjectMetadata{}
+	hubNamespaces.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
+	b = b.Watches(hubNamespaces, r.hubNamespaceEventHandler, local, members,
+		mcbuilder.WithPredicates(predicate.LabelChangedPredicate{}))
 	return b.Complete(r)
 }
 

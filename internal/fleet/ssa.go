@@ -56,7 +56,9 @@ type applyRequest struct {
 	beforeCreate func(context.Context) error
 	// guard, when set, is asked before an existing object is written: an error (an object this
 	// pipeline does not own) stops the apply.
-	guard func(existing client.Object) error
+	guard func(kind string, existing client.Object) error
+	// beforeWrite, when set, is asked before any write: an error stops the apply.
+	beforeWrite func(context.Context) error
 }
 
 // applyRecord remembers the last apply of an object: what we sent and the resourceVersion the
@@ -134,7 +136,12 @@ func (a *applier) apply(ctx context.Context, cached, live client.Reader, writer 
 		}
 	}
 	if found && r.guard != nil {
-		if err := r.guard(r.live); err != nil {
+		if err := r.guard(r.kind, r.live); err != nil {
+			return false, err
+		}
+	}
+	if r.beforeWrite != nil {
+		if err := r.beforeWrite(ctx); err != nil {
 			return false, err
 		}
 	}

@@ -22,6 +22,7 @@ import (
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 	"sigs.k8s.io/multicluster-runtime/providers/kubeconfig"
 
+	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
 	"github.com/urutau-io/fleet/internal/fleet"
 	"github.com/urutau-io/fleet/internal/fleet/inventory"
 	"github.com/urutau-io/fleet/internal/testenv"
@@ -37,7 +38,9 @@ const (
 	retryInterval  = time.Second
 	waitInterval   = 500 * time.Millisecond
 	healthInterval = time.Second
-	image          = "ghcr.io/urutau-io/coordinator:test"
+	// openPolicy is the PlacementPolicy that lets every hub namespace place on every member.
+	openPolicy = "open"
+	image      = "ghcr.io/urutau-io/coordinator:test"
 )
 
 var (
@@ -79,6 +82,12 @@ var _ = BeforeSuite(func() {
 	hubClient = hub.Client
 
 	Expect(hubClient.Create(suiteCtx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: systemNS}})).To(Succeed())
+	// The tenancy boundary is closed until a platform admin opens it: every hub namespace may
+	// place on every member (specs that test the boundary narrow it).
+	Expect(hubClient.Create(suiteCtx, &urutauv1alpha1.PlacementPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: openPolicy},
+		Spec:       urutauv1alpha1.PlacementPolicySpec{NamespaceSelector: &metav1.LabelSelector{}, ClusterSelector: &metav1.LabelSelector{}},
+	})).To(Succeed())
 	for name, m := range members {
 		kc, err := m.Kubeconfig()
 		Expect(err).NotTo(HaveOccurred())
@@ -106,6 +115,7 @@ var _ = BeforeSuite(func() {
 		Liveness:           liveness,
 		TombstoneGrace:     tombstoneGrace,
 		LeaseNamespace:     systemNS,
+		ReservedNamespaces: []string{systemNS},
 		HealthInterval:     healthInterval,
 		OrphanScanInterval: time.Second,
 		RetryInterval:      retryInterval,

@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
 	"github.com/urutau-io/fleet/internal/localfleet"
 )
 
@@ -149,7 +150,8 @@ var _ = AfterEach(func() {
 
 func ensureSourceSecret(ctx context.Context, c client.Client, ns, member string) error {
 	s := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: sourceSecret},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: sourceSecret,
+			Labels: map[string]string{urutauv1alpha1.LabelFleetSecret: "true"}},
 		StringData: map[string]string{"uri": "mysql://faults@db." + member + ".example:3306/shop"},
 	}
 	if err := c.Create(ctx, s); err != nil && !apierrors.IsAlreadyExists(err) {

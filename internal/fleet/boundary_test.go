@@ -1,0 +1,166 @@
+package fleet_test
+
+import (
+	"context"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
+	"github.com/urutau-io/fleet/internal/coordinator"
+	"github.com/urutau-io/fleet/internal/fleet"
+	"github.com/urutau-io/fleet/internal/tenancy"
+)
+
+// expectDenied waits until member m of p shows a refusal of the tenancy boundary with reason.
+func expectDenied(ctx context.Context, p *urutauv1alpha1.CDCPipeline, m, reason string) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		got := getPipeline(g, ctx, client.ObjectKeyFromObject(p))
+		c := clusterStatus(got, m)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Phase).To(Equal(urutauv1alpha1.ClusterDegraded))
+		g.Expect(c.Message).To(ContainSubstring(reason))
+	}).Should(Succeed())
+}
+
+// The tenancy boundary and the adoption rules at reconcile time (issue #15): the webhook is not in
+// this suite, as it is not in front of a hub whose webhook is down.
+var _ = Describe("The tenancy boundary and foreign objects, at reconcile", func() {
+	var ns string
+	BeforeEach(func(ctx SpecContext) { ns = newNamespace(ctx) })
+
+	It("writes nothing into a member namespace not opened to the fleet, until it is", func(ctx SpecContext) {
+		closed := ns + "-closed"
+		Expect(hubClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: closed}})).To(Succeed())
+		Expect(members["a"].Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: closed}})).To(Succeed())
+		p := newPipeline(closed, "closed", onClusters("a"))
+		Expect(hubClient.Create(ctx, p)).To(Succeed())
+		expectDenied(ctx, p, "a", tenancy.ReasonMemberNamespaceOptOut)
+		Eventually(func(g Gomega) {
+			ev := &eventsList{}
+			g.Expect(hubClient.List(ctx, &ev.EventList, client.InNamespace(closed))).To(Succeed())
+			g.Expect(ev.reasons()).To(ContainElement(fleet.EventPlacementDenied))
+		}).Should(Succeed())
+		Consistently(func(g Gomega) { expectEmpty(g, ctx, members["a"], closed, p.UID) }, 2*time.Second).Should(Succeed())
+
+		Eventually(func(g Gomega) {
+			n := &corev1.Namespace{}
+			g.Expect(members["a"].Client.Get(ctx, client.ObjectKey{Name: closed}, n)).To(Succeed())
+			n.Labels = openNamespace
+			g.Expect(members["a"].Client.Update(ctx, n)).To(Succeed())
+		}).Should(Succeed())
+		Eventually(func(g Gomega) { expectPlaced(g, ctx, members["a"], p) }).WithTimeout(time.Minute).Should(Succeed())
+	})
+
+	It("refuses a pipeline in a system namespace, whatever the policies say", func(ctx SpecContext) {
+		if err := members["b"].Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kube-public", Labels: openNamespace}}); !apierrors.IsAlreadyExists(err) {
+			Expect(err).NotTo(HaveOccurred())
+		}
+		p := newPipeline("kube-public", "sneaky-"+ns, onClusters("b"))
+		Expect(hubClient.Create(ctx, p)).To(Succeed())
+		DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(hubClient.Delete(ctx, p))).To(Succeed()) })
+		expectDenied(ctx, p, "b", tenancy.ReasonSystemNamespace)
+		Consistently(func(g Gomega) { expectEmpty(g, ctx, members["b"], "kube-public", p.UID) }, 2*time.Second).Should(Succeed())
+	})
+
+	It("refuses a Secret that is not opened to pipelines", func(ctx SpecContext) {
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "dsn"}, Data: map[string][]byte{"uri": []byte("mysql://db")}}
+		Expect(members["a"].Client.Create(ctx, s)).To(Succeed())
+		p := newPipeline(ns, "closed-secret", onClusters("a"), func(p *urutauv1alpha1.CDCPipeline) { p.Spec.Secrets.Source = "dsn" })
+		Expect(hubClient.Create(ctx, p)).To(Succeed())
+		expectDenied(ctx, p, "a", tenancy.ReasonSecretNotOptedIn)
+		Consistently(func(g Gomega) {
+			g.Expect(ownedObjects(g, ctx, members["a"], ns, p.UID)).NotTo(HaveKey("StatefulSet/" + coordinator.CoordinatorName(p.Name)))
+		}, 2*time.Second).Should(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(members["a"].Client.Get(ctx, client.ObjectKeyFromObject(s), s)).To(Succeed())
+			s.Labels = openSecret
+			g.Expect(members["a"].Client.Update(ctx, s)).To(Succeed())
+		}).Should(Succeed())
+		Eventually(func(g Gomega) { expectPlaced(g, ctx, members["a"], p) }).Should(Succeed())
+	})
+
+	It("places nowhere without a policy, and leaves a running pipeline alone when its policy goes", func(ctx SpecContext) {
+		p := newPipeline(ns, "revoked", onClusters("c"))
+		Expect(hubClient.Create(ctx, p)).To(Succeed())
+		var sts client.Object
+		Eventually(func(g Gomega) {
+			sts = expectPlaced(g, ctx, members["c"], p)["StatefulSet/"+coordinator.CoordinatorName(p.Name)]
+		}).Should(Succeed())
+		open := &urutauv1alpha1.PlacementPolicy{}
+		Expect(hubClient.Get(ctx, client.ObjectKey{Name: openPolicy}, open)).To(Succeed())
+		Expect(hubClient.Delete(ctx, open)).To(Succeed())
+		DeferCleanup(func(ctx SpecContext) {
+			Expect(hubClient.Create(ctx, &urutauv1alpha1.PlacementPolicy{ObjectMeta: metav1.ObjectMeta{Name: openPolicy}, Spec: open.Spec})).To(Succeed())
+		})
+		expectDenied(ctx, p, "c", tenancy.ReasonNoPlacementPolicy)
+		fresh := newPipeline(ns, "no-policy", onClusters("c"))
+		Expect(hubClient.Create(ctx, fresh)).To(Succeed())
+		expectDenied(ctx, fresh, "c", tenancy.ReasonNoPlacementPolicy)
+		Consistently(func(g Gomega) {
+			expectEmpty(g, ctx, members["c"], ns, fresh.UID)
+			objs := expectPlaced(g, ctx, members["c"], p)
+			g.Expect(objs["StatefulSet/"+coordinator.CoordinatorName(p.Name)].GetUID()).To(Equal(sts.GetUID()), "a revoked policy tore the pipeline down")
+		}, 3*time.Second).Should(Succeed())
+	})
+
+	It("never writes over another team's object of the same name, unless it is handed over", func(ctx SpecContext) {
+		name := "foreign"
+		svc := &corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: coordinator.CoordinatorName(name), Labels: map[string]string{"team": "payments"}},
+			// Headless like the coordinator's: a Service's clusterIP cannot change, so only a
+			// headless one can be handed over.
+			Spec: corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone, Selector: map[string]string{"app": "payments"}, Ports: []corev1.ServicePort{{Name: "http", Port: 80}}},
+		}
+		Expect(members["a"].Client.Create(ctx, svc, client.FieldOwner("payments-team"))).To(Succeed())
+		p := newPipeline(ns, name, onClusters("a"))
+		Expect(hubClient.Create(ctx, p)).To(Succeed())
+		Eventually(func(g Gomega) {
+			got := getPipeline(g, ctx, client.ObjectKeyFromObject(p))
+			c := clusterStatus(got, "a")
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Phase).To(Equal(urutauv1alpha1.ClusterDegraded))
+			g.Expect(c.Message).To(ContainSubstring("Service " + ns + "/" + coordinator.CoordinatorName(name)))
+			g.Expect(c.Message).To(ContainSubstring("payments-team"))
+		}).Should(Succeed())
+		Consistently(func(g Gomega) {
+			got := &corev1.Service{}
+			g.Expect(members["a"].Client.Get(ctx, client.ObjectKeyFromObject(svc), got)).To(Succeed())
+			g.Expect(got.Spec.Selector).To(Equal(map[string]string{"app": "payments"}), "the hub redirected another team's traffic")
+			g.Expect(got.Labels).NotTo(HaveKey(urutauv1alpha1.LabelHubPipelineUID))
+			g.Expect(ownedObjects(g, ctx, members["a"], ns, p.UID)).NotTo(HaveKey("StatefulSet/" + coordinator.CoordinatorName(name)))
+		}, 3*time.Second).Should(Succeed())
+
+		By("the team hands the Service over")
+		Eventually(func(g Gomega) {
+			got := &corev1.Service{}
+			g.Expect(members["a"].Client.Get(ctx, client.ObjectKeyFromObject(svc), got)).To(Succeed())
+			metav1.SetMetaDataAnnotation(&got.ObjectMeta, urutauv1alpha1.AnnotationAdopt, ns+"/"+name)
+			g.Expect(members["a"].Client.Update(ctx, got, client.FieldOwner("payments-team"))).To(Succeed())
+		}).Should(Succeed())
+		Eventually(func(g Gomega) {
+			got := &corev1.Service{}
+			g.Expect(members["a"].Client.Get(ctx, client.ObjectKeyFromObject(svc), got)).To(Succeed())
+			g.Expect(got.Labels).To(HaveKeyWithValue(urutauv1alpha1.LabelHubPipelineUID, string(p.UID)))
+			sts, err := coordinatorSTS(ctx, members["a"], ns, name)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(sts).NotTo(BeNil())
+		}).WithTimeout(time.Minute).Should(Succeed())
+	})
+
+	It("takes over the single-cluster operator's objects of the same CR (migration)", func(ctx SpecContext) {
+		name := "migrated"
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: coordinator.CoordinatorName(name),
+			Labels: coordinator.SelectorLabels(name)}, Data: map[string]string{"pipeline.yaml": "old"}}
+		Expect(members["b"].Client.Create(ctx, cm, client.FieldOwner("urutau-operator"))).To(Succeed())
+		p := newPipeline(ns, name, onClusters("b"))
+		Expect(hubClient.Create(ctx, p)).To(Succeed())
+		Eventually(func(g Gomega) { expectPlaced(g, ctx, members["b"], p) }).Should(Succeed())
+	})
+})

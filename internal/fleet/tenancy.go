@@ -1,0 +1,147 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
+	"github.com/urutau-io/fleet/internal/adopt"
+	"github.com/urutau-io/fleet/internal/tenancy"
+)
+
+// The tenancy boundary (internal/tenancy) and the adoption rules (internal/adopt), at reconcile
+// time: the webhook gives the fast, friendly answer, but members, labels and policies change after
+// admission, and a pipeline admitted while the webhook was down never met it. Nothing is written
+// into a member the boundary refuses; what runs there already is left as it is (a policy change
+// never tears a pipeline down by itself), and only cleanup by UID label stays allowed.
+
+// Events of the boundary and the adoption rules.
+const (
+	// EventPlacementDenied: the tenancy boundary refuses a member to the pipeline.
+	EventPlacementDenied = "PlacementDenied"
+	// EventAdoptionWarning: the hub took over an object it may, with a warning (a migration from
+	// the single-cluster operator whose CR still owns the object).
+	EventAdoptionWarning = "AdoptionWarning"
+	// EventAdoptionConflict: an object of the pipeline's name exists in the member and is not
+	// the pipeline's: nothing is written there.
+	EventAdoptionConflict = "AdoptionConflict"
+)
+
+// boundary reads what the tenancy boundary decides from: every PlacementPolicy and the
+// pipeline's hub namespace, both from the hub's cache.
+func (r *CoordinatorReconciler) boundary(ctx context.Context, p *urutauv1alpha1.CDCPipeline) (tenancy.Boundary, *corev1.Namespace, error) {
+	b := tenancy.Boundary{Reserved: r.ReservedNamespaces}
+	policies := &urutauv1alpha1.PlacementPolicyList{}
+	if err := r.Client.List(ctx, policies); err != nil {
+		return b, nil, fmt.Errorf("listing PlacementPolicies: %w", err)
+	}
+	b.Policies = policies.Items
+	ns := &metav1.PartialObjectMetadata{}
+	ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: p.Namespace}, ns); err != nil {
+		return b, nil, fmt.Errorf("reading the hub namespace %q: %w", p.Namespace, err)
+	}
+	return b, &corev1.Namespace{ObjectMeta: ns.ObjectMeta}, nil
+}
+
+// observeBoundary records, for each selected member, whether the boundary lets the pipeline run
+// there (in the member namespace of the pipeline's name).
+func (r *CoordinatorReconciler) observeBoundary(ctx context.Context, p *urutauv1alpha1.CDCPipeline, w *world) error {
+	if len(w.selected) == 0 {
+		return nil
+	}
+	b, hubNS, err := r.boundary(ctx, p)
+	if err != nil {
+		return err
+	}
+	for _, m := range w.selected {
+		var d *tenancy.Denial
+		if err := b.Check(hubNS, w.inventory[m], p.Namespace); errors.As(err, &d) {
+			w.denied[m] = d
+		} else if err != nil {
+			return err
+		}
+	}
+	w.boundary = b
+	return nil
+}
+
+// denied is the result for member m that the boundary refuses: nothing is asked of it.
+func denied(m, id string, d *tenancy.Denial) memberResult {
+	res := memberResult{retry: true, obs: MemberObservation{Name: m, ClusterID: id, Phase: urutauv1alpha1.ClusterDegraded,
+		Message: "not allowed by the tenancy boundary (" + d.Reason + "): " + d.Message}}
+	res.eventReason, res.eventMessage = EventPlacementDenied, res.obs.Message
+	return res
+}
+
+// namespaceCheck is an applyJob's check of its member namespace, made before the job's first
+// write and only then (a reconcile that writes nothing asks the member nothing): the namespace
+// must be opened to the fleet.
+type namespaceCheck struct {
+	once sync.Once
+	err  error
+}
+
+func (c *namespaceCheck) check(ctx context.Context, j *applyJob) error {
+	c.once.Do(func() {
+		ns := &corev1.Namespace{}
+		err := j.conn.live.Get(ctx, client.ObjectKey{Name: j.p.Namespace}, ns)
+		switch {
+		case apierrors.IsNotFound(err), apierrors.IsForbidden(err):
+			// Not there, or not opened (config/spoke grants get on an opened namespace only).
+			ns = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: j.p.Namespace}}
+		case err != nil:
+			c.err = fmt.Errorf("reading namespace %q in cluster %q: %w", j.p.Namespace, j.conn.name, err)
+			return
+		}
+		c.err = j.boundary.CheckMemberNamespace(j.conn.name, ns)
+	})
+	return c.err
+}
+
+// guardAdoption is an applyJob's check of an object that exists before the hub writes over it:
+// only this pipeline's objects, the single-cluster operator's of the same CR (a migration), and
+// objects handed over with urutau.io/adopt are written; anything else is a conflict that names
+// the object and its managers.
+func guardAdoption(p *urutauv1alpha1.CDCPipeline, warn func(string)) func(kind string, existing client.Object) error {
+	pipeline := adopt.Pipeline{UID: p.UID, Namespace: p.Namespace, Name: p.Name}
+	return func(kind string, existing client.Object) error {
+		d, err := adopt.Decide(kind, existing, pipeline)
+		if err != nil {
+			return err
+		}
+		if d.Warning != "" && warn != nil {
+			warn(d.Warning)
+		}
+		return nil
+	}
+}
+
+// secretsOpen checks that every Secret the pipeline references in the member (spec.secrets.*, the
+// control plane TLS Secrets, the event log's) is open to pipelines; reads holds those read
+// already.
+func (j *applyJob) secretsOpen(ctx context.Context, read map[string]*corev1.Secret) error {
+	for _, ref := range tenancy.SecretRefs(&j.p.Spec) {
+		s, ok := read[ref.Name]
+		if !ok {
+			s = &corev1.Secret{}
+			if err := j.conn.live.Get(ctx, client.ObjectKey{Namespace: j.p.Namespace, Name: ref.Name}, s); err != nil {
+				if apierrors.IsNotFound(err) {
+					continue // the coordinator reports a missing optional Secret itself
+				}
+				return fmt.Errorf("reading Secret %s/%s in cluster %q: %w", j.p.Namespace, ref.Name, j.conn.name, err)
+			}
+		}
+		if err := tenancy.CheckSecret(j.conn.name, ref, s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
