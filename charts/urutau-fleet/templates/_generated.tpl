@@ -1022,6 +1022,8 @@ versions:
   - namespaces
   verbs:
   - get
+  - list
+  - watch
 - apiGroups:
   - ""
   - events.k8s.io
@@ -1061,7 +1063,9 @@ versions:
   resources:
   - placementpolicies
   verbs:
+  - get
   - list
+  - watch
 {{- end }}
 
 {{- define "urutau-fleet.hubRoleRules" -}}
