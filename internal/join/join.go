@@ -129,17 +129,8 @@ func Join(ctx context.Context, o Options, c Clusters, out io.Writer) error {
 		printPlan(out, o, id, ep, objs, required)
 		return nil
 	}
-	for _, obj := range objs {
-		if err := member.apply(ctx, obj); err != nil {
-			return err
-		}
-		fmt.Fprintf(out, "member: %s/%s applied%s\n", strings.ToLower(obj.GetKind()), obj.GetName(), in(obj.GetNamespace()))
-	}
-	for _, ns := range o.Namespaces {
-		if err := member.openNamespace(ctx, ns); err != nil {
-			return err
-		}
-		fmt.Fprintf(out, "member: namespace/%s labelled %s=true: open to the fleet\n", ns, urutauv1alpha1.LabelFleetManaged)
+	if err := member.install(ctx, objs, o.Namespaces, out); err != nil {
+		return err
 	}
 	token, expires, err := member.token(ctx, o.TokenTTL)
 	if err != nil {
@@ -162,6 +153,24 @@ func Join(ctx context.Context, o Options, c Clusters, out io.Writer) error {
 	fmt.Fprintf(out, "hub: secret/%s written in %s: %s is a member (identity %s, token valid until %s)\n",
 		o.Name, o.HubNamespace, o.Name, id, expires.Format(time.RFC3339))
 	reportPlacement(ctx, c.Hub, o, out)
+	return nil
+}
+
+// install applies config/spoke's objects (with the RoleBindings of the opened namespaces) and
+// labels those namespaces open to the fleet.
+func (m *member) install(ctx context.Context, objs []*unstructured.Unstructured, namespaces []string, out io.Writer) error {
+	for _, obj := range objs {
+		if err := m.apply(ctx, obj); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "member: %s/%s applied%s\n", strings.ToLower(obj.GetKind()), obj.GetName(), in(obj.GetNamespace()))
+	}
+	for _, ns := range namespaces {
+		if err := m.openNamespace(ctx, ns); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "member: namespace/%s labelled %s=true: open to the fleet\n", ns, urutauv1alpha1.LabelFleetManaged)
+	}
 	return nil
 }
 
