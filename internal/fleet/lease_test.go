@@ -338,6 +338,10 @@ func TestFollowRenames(t *testing.T) {
 	if got := followRenames(l, nil, map[string]string{"a": "id-a", "b": "id-b"}); got != l {
 		t.Fatal("nothing renamed, yet a copy was returned")
 	}
+	// A live pipeline follows its cluster only to a member it is placed on.
+	if s := states(followRenames(l, map[string]string{"b": "id-b"}, map[string]string{"a2": "id-a", "b": "id-b"})); s != "p@a=Active p@b=Active" {
+		t.Fatalf("a live pipeline's entry moved to a member it is not placed on: %s", s)
+	}
 	got := followRenames(l, nil, map[string]string{"a2": "id-a", "b": "id-b"})
 	if s := states(got); s != "p@a2=Active p@b=Active" {
 		t.Fatalf("after renaming a to a2: %s", s)

@@ -199,6 +199,9 @@ var _ = Describe("Members come and go", func() {
 		}).Should(Succeed())
 		// One field manager owns the objects: the new name's.
 		Eventually(func(g Gomega) { expectPlacedAs(g, ctx, members["a"], "a-new", p) }).Should(Succeed())
+		ev := &eventsList{}
+		Expect(hubClient.List(ctx, &ev.EventList, client.InNamespace(ns))).To(Succeed())
+		Expect(ev.reasons()).NotTo(ContainElement(fleet.EventRemoved), "the cluster was emptied on the way")
 		Consistently(func(g Gomega) {
 			objs := expectPlacedAs(g, ctx, members["a"], "a-new", p)
 			g.Expect(objs["StatefulSet/"+coordinator.CoordinatorName(p.Name)].GetUID()).To(Equal(sts))

@@ -166,14 +166,19 @@ func followRenames(l *urutauv1alpha1.ReaderLease, targets, ids map[string]string
 	return next
 }
 
-// renamedTo is the name entry e's cluster goes by now, "" when it cannot be told.
+// renamedTo is the name entry e's cluster goes by now, "" when it cannot be told. A live
+// pipeline (targets set) follows its cluster only to a member it is placed on: an entry whose
+// name left the inventory is never moved to another registration of that cluster the pipeline is
+// not placed on, where it would be emptied (removing an inventory entry never deletes anything).
+// A gone pipeline's entries (targets nil) follow their cluster to its one registered name, to be
+// emptied there.
 func renamedTo(e urutauv1alpha1.LeaseMember, targets, ids map[string]string) string {
 	for _, t := range sortedKeys(targets) {
 		if targets[t] == e.ClusterID {
 			return t
 		}
 	}
-	if ids[e.Cluster] == e.ClusterID {
+	if targets != nil || ids[e.Cluster] == e.ClusterID {
 		return e.Cluster
 	}
 	var names []string

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
 	"github.com/urutau-io/fleet/internal/localfleet"
 )
 
@@ -159,7 +160,9 @@ func clientFor(kubeconfig string) (client.Client, error) {
 
 func ensureSourceSecret(ctx context.Context, c client.Client, member string) error {
 	s := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: e2eNamespace, Name: e2eSourceSecret},
+		// Opened to pipelines: the hub's tenancy boundary refuses Secrets that are not.
+		ObjectMeta: metav1.ObjectMeta{Namespace: e2eNamespace, Name: e2eSourceSecret,
+			Labels: map[string]string{urutauv1alpha1.LabelFleetSecret: "true"}},
 		StringData: map[string]string{"uri": "mysql://e2e@db." + member + ".example:3306/shop"},
 	}
 	if err := c.Create(ctx, s); err != nil && !apierrors.IsAlreadyExists(err) {
