@@ -22,6 +22,7 @@ import (
 
 	"github.com/urutau-io/fleet/internal/credentials"
 	"github.com/urutau-io/fleet/internal/fleet/inventory"
+	"github.com/urutau-io/fleet/internal/fleetview"
 )
 
 const memberSecretCommand = "member-secret"
@@ -62,8 +63,9 @@ type memberSecretOptions struct {
 }
 
 // AnnotationCredentialsExpireAt is set by `hub member-secret --service-account` on the Secret: when
-// its token expires (RFC 3339), so that people and alerts know when to run it again.
-const AnnotationCredentialsExpireAt = "urutau.io/credentials-expire-at"
+// its token expires (RFC 3339), so that people and alerts know when to run it again. `hub join`
+// writes the same one.
+const AnnotationCredentialsExpireAt = fleetview.AnnotationCredentialsExpireAt
 
 func newMemberSecretFlagSet(o *memberSecretOptions) *pflag.FlagSet {
 	fs := pflag.NewFlagSet(memberSecretCommand, pflag.ContinueOnError)

@@ -1,7 +1,8 @@
 // Command chartgen writes charts/urutau-fleet/templates/_generated.tpl: the parts of the Helm
-// chart that come from config/ (the CRD, the hub's RBAC rules, the webhooks, the user roles,
-// the alerting rules, the dashboard) as named templates, so the chart cannot drift from what
-// `make manifests` generates and kustomize installs. It also writes
+// chart that come from config/ (the CRDs, the rules of every hub role config/hub ships, the
+// webhooks, the user roles, the alerting rules, the dashboard) as named templates, so the chart
+// cannot drift from what `make manifests` generates and kustomize installs. A Role or ClusterRole
+// added to config/hub without a template here is an error. It also writes
 // config/monitoring/urutau-fleet.rules.yaml, the PrometheusRule's groups as the plain rule file
 // Prometheus and promtool read. `make manifests` runs it; `make verify-gen` checks its output.
 //
@@ -45,7 +46,10 @@ type part struct {
 var parts = []part{
 	{define: "hubClusterRoleRules", file: "config/hub/rbac/role.yaml", kind: "ClusterRole", name: "hub", field: []string{"rules"}},
 	{define: "hubRoleRules", file: "config/hub/rbac/role.yaml", kind: "Role", name: "hub", field: []string{"rules"}},
-	{define: "leaderElectionRules", file: "config/hub/rbac/leader_election_role.yaml", kind: "Role", name: "leader-election", field: []string{"rules"}},
+	{define: "metricsReaderRules", file: "config/hub/rbac/metrics_reader_role.yaml", kind: "ClusterRole", name: "metrics-reader", field: []string{"rules"}},
+	// The self-signed certificate's rights, which config/hub/self-signed alone ships.
+	{define: "webhookCertRules", file: "config/hub/self-signed/rbac.yaml", kind: "Role", name: "webhook-cert", field: []string{"rules"}},
+	{define: "webhookCABundleRules", file: "config/hub/self-signed/rbac.yaml", kind: "ClusterRole", name: "webhook-ca-bundle", field: []string{"rules"}},
 	{define: "webhooks", file: "config/hub/webhook/manifests.yaml", kind: "ValidatingWebhookConfiguration", name: "validating-webhook-configuration", field: []string{"webhooks"}, edit: templateWebhookService},
 	{define: "viewerRules", file: "config/hub/rbac/user_roles.yaml", kind: "ClusterRole", name: "viewer", field: []string{"rules"}},
 	{define: "editorRules", file: "config/hub/rbac/user_roles.yaml", kind: "ClusterRole", name: "editor", field: []string{"rules"}},
@@ -62,6 +66,10 @@ func main() {
 	flag.Parse()
 	crds, err := crdParts(*root)
 	if err != nil {
+		fmt.Fprintln(os.Stderr, "chartgen:", err)
+		os.Exit(1)
+	}
+	if err := checkRolesCovered(*root, parts); err != nil {
 		fmt.Fprintln(os.Stderr, "chartgen:", err)
 		os.Exit(1)
 	}
@@ -229,4 +237,63 @@ func templateWebhookService(v any) (any, error) {
 		}
 	}
 	return hooks, nil
+}
+
+// roleFiles are the config/hub files that may hold the hub's Roles and ClusterRoles: every one of
+// them must be a part, so a role added to config/hub cannot be missing from the chart.
+var roleFiles = []string{"config/hub/rbac/*.yaml", "config/hub/self-signed/*.yaml"}
+
+// checkRolesCovered reports every Role and ClusterRole in roleFiles that no part renders.
+func checkRolesCovered(root string, parts []part) error {
+	covered := map[string]bool{}
+	for _, p := range parts {
+		covered[p.file+"/"+p.kind+"/"+p.name] = true
+	}
+	var errs []error
+	for _, pattern := range roleFiles {
+		files, err := filepath.Glob(filepath.Join(root, pattern))
+		if err != nil {
+			return fmt.Errorf("listing %s: %w", pattern, err)
+		}
+		for _, f := range files {
+			rel, err := filepath.Rel(root, f)
+			if err != nil {
+				return err
+			}
+			roles, err := rolesIn(f)
+			if err != nil {
+				return fmt.Errorf("%s: %w", rel, err)
+			}
+			for _, r := range roles {
+				if !covered[rel+"/"+r] {
+					errs = append(errs, fmt.Errorf("%s: %s is not in the chart: add a part for it to hack/chartgen and a template that includes it", rel, r))
+				}
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// rolesIn lists the Roles and ClusterRoles of a YAML file as kind/name.
+func rolesIn(file string) ([]string, error) {
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, doc := range strings.Split(string(raw), "\n---") {
+		var obj struct {
+			Kind     string `json:"kind"`
+			Metadata struct {
+				Name string `json:"name"`
+			} `json:"metadata"`
+		}
+		if err := yaml.Unmarshal([]byte(doc), &obj); err != nil {
+			return nil, err
+		}
+		if obj.Kind == "Role" || obj.Kind == "ClusterRole" {
+			out = append(out, obj.Kind+"/"+obj.Metadata.Name)
+		}
+	}
+	return out, nil
 }

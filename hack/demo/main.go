@@ -147,6 +147,8 @@ func up(ctx context.Context, c config) (err error) {
 		}
 	}()
 	say("starting a hub and members %s (real control planes, kwok fake nodes), then the hub process", memberNames())
+	say("the fleet is closed by default: the demo opens it with PlacementPolicy %s (every hub namespace, every member) and opens namespace %s in each member (%s=true)",
+		localfleet.OpenPlacementPolicy, pipelineNamespace, urutauv1alpha1.LabelFleetManaged)
 	f, err := localfleet.Up(ctx, c.fleet())
 	if err != nil {
 		return err
@@ -191,12 +193,14 @@ func memberNames() string {
 	return strings.Join(n, ", ")
 }
 
-// ensureSecrets creates the credentials the sample pipelines reference. The coordinators never
-// connect anywhere in the demo (kwok runs no containers); the hub only checks the keys exist.
+// ensureSecrets creates the credentials the sample pipelines reference, opened to pipelines of the
+// fleet (urutau.io/fleet-secret=true) as a member's platform team opens them. The coordinators
+// never connect anywhere in the demo (kwok runs no containers); the hub only checks the keys exist.
 func ensureSecrets(ctx context.Context, c client.Client, memberName string) error {
 	for _, name := range []string{"orders-mysql", "inventory-pg", "clicks-mysql"} {
 		s := &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Namespace: pipelineNamespace, Name: name},
+			ObjectMeta: metav1.ObjectMeta{Namespace: pipelineNamespace, Name: name,
+				Labels: map[string]string{urutauv1alpha1.LabelFleetSecret: "true"}},
 			StringData: map[string]string{"uri": "mysql://demo@db." + memberName + ".example:3306/" + name},
 		}
 		if err := c.Create(ctx, s); err != nil && !apierrors.IsAlreadyExists(err) {

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/rest"
 
+	"github.com/urutau-io/fleet/internal/credentials"
 	"github.com/urutau-io/fleet/internal/join"
 )
 
@@ -39,6 +40,7 @@ func (m *memberFlags) config(g *globals) (*rest.Config, error) {
 func joinCommand() command {
 	var o join.Options
 	var m memberFlags
+	var allowlist []string
 	return command{
 		name: "join", usage: "join NAME --member-context CONTEXT [flags]",
 		summary: "Make a cluster a member: apply config/spoke there, get a bound token, check its access, register it on the hub.",
@@ -48,8 +50,9 @@ func joinCommand() command {
 			fs.StringToStringVar(&o.Annotations, "annotations", nil, "Member annotations (per-member settings such as urutau.io/keda-prometheus-address), k=v.")
 			fs.StringVar(&o.MemberServer, "member-server", "", "The member's API server as the hub's pods reach it (default: the server in the member's kubeconfig).")
 			fs.StringVar(&o.MemberCAFile, "member-ca-file", "", "The member's certificate authority (default: the one in the member's kubeconfig).")
-			fs.StringSliceVar(&o.Namespaces, "namespaces", nil, "The member's namespaces that run pipelines: opened to the hub where config/spoke opens them one by one, and where access is checked.")
-			fs.DurationVar(&o.TokenTTL, "token-ttl", 8760*time.Hour, "How long the hub's token for the member is valid; run join again before it expires (annotation urutau.io/token-expires).")
+			fs.StringSliceVar(&o.Namespaces, "namespaces", nil, "The member's namespaces that run pipelines, which must exist: each is opened to the fleet (the hub's RoleBinding and the label urutau.io/fleet-managed=true) and the hub's access checked there. System namespaces are refused.")
+			fs.StringSliceVar(&allowlist, "member-server-allowlist", nil, "The hub's --member-server-allowlist, when it has one: join refuses a member server the hub would refuse.")
+			fs.DurationVar(&o.TokenTTL, "token-ttl", 8760*time.Hour, "How long the hub's token for the member is valid; run join again before it expires (annotation urutau.io/credentials-expire-at).")
 			fs.BoolVar(&o.DryRun, "dry-run", false, "Print what join would do; write nothing.")
 			fs.BoolVar(&o.Force, "force", false, "Take over an entry of that name that records another cluster, or join a cluster already joined under another name.")
 		},
@@ -61,6 +64,11 @@ func joinCommand() command {
 				return errors.New("--member-context or --member-kubeconfig is required: which cluster joins")
 			}
 			o.Name, o.HubNamespace = args[0], g.hubNamespace
+			servers, err := credentials.ParseAllowlist(allowlist)
+			if err != nil {
+				return fmt.Errorf("--member-server-allowlist: %w", err)
+			}
+			o.Policy.Servers = servers
 			hub, _, err := g.newClient(g)
 			if err != nil {
 				return err
@@ -84,7 +92,7 @@ func leaveCommand() command {
 			m.bind(fs)
 			fs.BoolVar(&o.Drain, "drain", false, "Move the pipelines off first: drop the entry's labels and the member from spec.placement.clusters, and wait for the hub to empty it.")
 			fs.DurationVar(&o.DrainTimeout, "drain-timeout", 10*time.Minute, "How long --drain waits.")
-			fs.BoolVar(&o.KeepSpoke, "keep-spoke", false, "Leave config/spoke in the member (the token is revoked all the same).")
+			fs.BoolVar(&o.KeepSpoke, "keep-spoke", false, "Leave config/spoke, and the namespaces it opened, as they are in the member (the token is revoked all the same).")
 			fs.BoolVar(&o.Force, "force", false, "Remove the entry even with tombstones pending for the member.")
 			fs.BoolVar(&o.DryRun, "dry-run", false, "Print what leave would do; write nothing.")
 		},

@@ -13,6 +13,11 @@ import (
 // namespace UID) as `hub join` found it.
 const AnnotationClusterID = "urutau.io/cluster-id"
 
+// AnnotationCredentialsExpireAt on an inventory entry says when the token in its kubeconfig
+// expires (RFC 3339), as `hub join` and `hub member-secret --service-account` write it: run the
+// same command again before then.
+const AnnotationCredentialsExpireAt = "urutau.io/credentials-expire-at"
+
 // Condition statuses, as Kubernetes spells them.
 const (
 	True    = "True"

@@ -22,6 +22,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
+	"github.com/urutau-io/fleet/internal/credentials"
 	"github.com/urutau-io/fleet/internal/fleetview"
 )
 
@@ -29,9 +31,9 @@ import (
 const (
 	// AnnotationClusterID is the member's identity (its kube-system namespace UID).
 	AnnotationClusterID = fleetview.AnnotationClusterID
-	// AnnotationTokenExpires is when the hub's token for the member expires (RFC 3339): run join
-	// again before then.
-	AnnotationTokenExpires = "urutau.io/token-expires"
+	// AnnotationCredentialsExpireAt is when the hub's token for the member expires (RFC 3339):
+	// run join again before then. `hub member-secret` writes the same annotation.
+	AnnotationCredentialsExpireAt = fleetview.AnnotationCredentialsExpireAt
 	// FieldManager owns what join writes, on the hub and in the member.
 	FieldManager = "urutau-fleet-join"
 )
@@ -46,9 +48,13 @@ type Options struct {
 	HubNamespace string
 	// MemberServer and MemberCAFile override the address and CA in the member's kubeconfig.
 	MemberServer, MemberCAFile string
-	// Namespaces are the member's namespaces that run pipelines: opened to the hub when
-	// config/spoke opens namespaces one by one, and where access is checked.
+	// Namespaces are the member's namespaces that run pipelines. Each must exist and be no system
+	// namespace; join opens it to the hub (config/spoke/pipeline-namespace's RoleBinding and the
+	// label urutau.io/fleet-managed=true) and checks the hub's access there.
 	Namespaces []string
+	// Policy is what the hub allows in member credentials (its --member-* flags): join refuses a
+	// kubeconfig the hub would refuse.
+	Policy credentials.Policy
 	// TokenTTL is how long the hub's token is valid.
 	TokenTTL time.Duration
 	// DryRun prints what join would do and writes nothing.
@@ -80,6 +86,11 @@ func (o Options) validate() error {
 	if o.HubNamespace == "" {
 		errs = append(errs, errors.New("--hub-namespace must not be empty"))
 	}
+	for _, ns := range o.Namespaces {
+		if msgs := validation.IsDNS1123Label(ns); len(msgs) > 0 {
+			errs = append(errs, fmt.Errorf("--namespaces %q: %s", ns, strings.Join(msgs, "; ")))
+		}
+	}
 	return errors.Join(errs...)
 }
 
@@ -99,6 +110,9 @@ func Join(ctx context.Context, o Options, c Clusters, out io.Writer) error {
 	if err := checkInventory(ctx, c.Hub, o, id); err != nil {
 		return err
 	}
+	if err := member.checkNamespaces(ctx, o.Namespaces, o.HubNamespace); err != nil {
+		return err
+	}
 	objs, err := SpokeObjects(o.Namespaces)
 	if err != nil {
 		return err
@@ -115,11 +129,8 @@ func Join(ctx context.Context, o Options, c Clusters, out io.Writer) error {
 		printPlan(out, o, id, ep, objs, required)
 		return nil
 	}
-	for _, obj := range objs {
-		if err := member.apply(ctx, obj); err != nil {
-			return err
-		}
-		fmt.Fprintf(out, "member: %s/%s applied\n", strings.ToLower(obj.GetKind()), obj.GetName())
+	if err := member.install(ctx, objs, o.Namespaces, out); err != nil {
+		return err
 	}
 	token, expires, err := member.token(ctx, o.TokenTTL)
 	if err != nil {
@@ -129,7 +140,7 @@ func Join(ctx context.Context, o Options, c Clusters, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := Screen(kubeconfig); err != nil {
+	if err := screen(kubeconfig, o.Policy); err != nil {
 		return err
 	}
 	if err := verifyWithRetry(ctx, kubeconfig, required); err != nil {
@@ -141,7 +152,34 @@ func Join(ctx context.Context, o Options, c Clusters, out io.Writer) error {
 	}
 	fmt.Fprintf(out, "hub: secret/%s written in %s: %s is a member (identity %s, token valid until %s)\n",
 		o.Name, o.HubNamespace, o.Name, id, expires.Format(time.RFC3339))
+	reportPlacement(ctx, c.Hub, o, out)
 	return nil
+}
+
+// install applies config/spoke's objects (with the RoleBindings of the opened namespaces) and
+// labels those namespaces open to the fleet.
+func (m *member) install(ctx context.Context, objs []*unstructured.Unstructured, namespaces []string, out io.Writer) error {
+	for _, obj := range objs {
+		if err := m.apply(ctx, obj); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "member: %s/%s applied%s\n", strings.ToLower(obj.GetKind()), obj.GetName(), in(obj.GetNamespace()))
+	}
+	for _, ns := range namespaces {
+		if err := m.openNamespace(ctx, ns); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "member: namespace/%s labelled %s=true: open to the fleet\n", ns, urutauv1alpha1.LabelFleetManaged)
+	}
+	return nil
+}
+
+// in is " in NS" for a namespaced object, "" otherwise.
+func in(namespace string) string {
+	if namespace == "" {
+		return ""
+	}
+	return " in " + namespace
 }
 
 // checkInventory refuses to repoint an entry at another cluster, or to join one cluster twice:
@@ -195,7 +233,7 @@ func writeEntry(ctx context.Context, hub client.Client, o Options, id string, ex
 	for k, v := range o.Labels {
 		labels[k] = v
 	}
-	annotations := map[string]any{AnnotationClusterID: id, AnnotationTokenExpires: expires.UTC().Format(time.RFC3339)}
+	annotations := map[string]any{AnnotationClusterID: id, AnnotationCredentialsExpireAt: expires.UTC().Format(time.RFC3339)}
 	for k, v := range o.Annotations {
 		annotations[k] = v
 	}
@@ -213,11 +251,10 @@ func writeEntry(ctx context.Context, hub client.Client, o Options, id string, ex
 func printPlan(out io.Writer, o Options, id string, ep endpoint, objs []*unstructured.Unstructured, required []Access) {
 	fmt.Fprintf(out, "join (dry run): nothing is written.\nmember: cluster identity %s, reached by the hub at %s\n", id, ep.Server)
 	for _, obj := range objs {
-		ns := ""
-		if obj.GetNamespace() != "" {
-			ns = " in " + obj.GetNamespace()
-		}
-		fmt.Fprintf(out, "member: would apply %s/%s%s\n", strings.ToLower(obj.GetKind()), obj.GetName(), ns)
+		fmt.Fprintf(out, "member: would apply %s/%s%s\n", strings.ToLower(obj.GetKind()), obj.GetName(), in(obj.GetNamespace()))
+	}
+	for _, ns := range o.Namespaces {
+		fmt.Fprintf(out, "member: would label namespace/%s %s=true: open to the fleet\n", ns, urutauv1alpha1.LabelFleetManaged)
 	}
 	fmt.Fprintf(out, "member: would create secret/%s in %s and a token of serviceaccount/%s bound to it, valid %s\n",
 		TokenBindingSecret, SpokeNamespace, SpokeServiceAccount, o.TokenTTL)

@@ -23,6 +23,7 @@ import (
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
 	"github.com/urutau-io/fleet/internal/cli"
+	"github.com/urutau-io/fleet/internal/credentials"
 	"github.com/urutau-io/fleet/internal/join"
 	"github.com/urutau-io/fleet/internal/localfleet"
 )
@@ -46,17 +47,27 @@ func TestJoinRunLeave(t *testing.T) {
 	prepareMember(t, joiner)
 
 	// A dry run writes nothing, anywhere.
-	out := mustRun(t, cli.ExitOK, "join", "joiner", "--kubeconfig", hubKubeconfig, "--member-kubeconfig", joinerKubeconfig, "--dry-run", "--labels", "region=eu")
-	if !strings.Contains(out, "would apply clusterrole/urutau-fleet-hub") || !strings.Contains(out, "would write secret/joiner") {
-		t.Errorf("join --dry-run printed:\n%s", out)
+	out := mustRun(t, cli.ExitOK, "join", "joiner", "--kubeconfig", hubKubeconfig, "--member-kubeconfig", joinerKubeconfig, "--dry-run", "--labels", "region=eu", "--namespaces", "shop")
+	for _, want := range []string{"would apply clusterrole/urutau-fleet-hub", "would apply rolebinding/urutau-fleet-hub in shop",
+		"would label namespace/shop urutau.io/fleet-managed=true", "would write secret/joiner"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("join --dry-run does not say %q:\n%s", want, out)
+		}
 	}
+	// Namespaces the hub never writes into, and namespaces the member does not have, are refused.
+	mustFail(t, "--namespaces kube-system: the hub never writes there", "join", "joiner", "--kubeconfig", hubKubeconfig, "--member-kubeconfig", joinerKubeconfig, "--namespaces", "kube-system")
+	mustFail(t, "--namespaces web: the member has no such namespace", "join", "joiner", "--kubeconfig", hubKubeconfig, "--member-kubeconfig", joinerKubeconfig, "--namespaces", "web")
 	if err := joiner.Get(ctx, client.ObjectKey{Name: join.SpokeNamespace}, &corev1.Namespace{}); !apierrors.IsNotFound(err) {
 		t.Errorf("after a dry run the member has namespace %s (err %v)", join.SpokeNamespace, err)
 	}
 
-	mustRun(t, cli.ExitOK, "join", "joiner", "--kubeconfig", hubKubeconfig, "--member-kubeconfig", joinerKubeconfig,
+	out = mustRun(t, cli.ExitOK, "join", "joiner", "--kubeconfig", hubKubeconfig, "--member-kubeconfig", joinerKubeconfig,
 		"--labels", "region=eu", "--namespaces", "shop", "--token-ttl", "1h")
+	if strings.Contains(out, "note:") {
+		t.Errorf("the local fleet's open PlacementPolicy lets shop place on joiner, yet join notes:\n%s", out)
+	}
 	entry := checkEntry(t, hub, joiner)
+	checkOpened(t, joiner, "shop", true)
 
 	// The same name for another cluster (the hub's own) is refused.
 	mustRun(t, cli.ExitError, "join", "joiner", "--kubeconfig", hubKubeconfig, "--member-kubeconfig", hubKubeconfig)
@@ -80,6 +91,27 @@ func TestJoinRunLeave(t *testing.T) {
 	mustRun(t, cli.ExitError, "leave", "joiner", "--kubeconfig", hubKubeconfig, "--member-kubeconfig", joinerKubeconfig)
 	mustRun(t, cli.ExitOK, "leave", "joiner", "--drain", "--drain-timeout", "90s", "--kubeconfig", hubKubeconfig, "--member-kubeconfig", joinerKubeconfig)
 	checkLeft(t, hub, joiner, entry)
+	checkOpened(t, joiner, "shop", false)
+}
+
+// checkOpened: namespace ns of the member is open to the fleet (the hub's RoleBinding there and
+// the opt-in label), or neither.
+func checkOpened(t *testing.T, member client.Client, ns string, open bool) {
+	t.Helper()
+	n := &corev1.Namespace{}
+	if err := member.Get(t.Context(), client.ObjectKey{Name: ns}, n); err != nil {
+		t.Fatal(err)
+	}
+	if got := n.Labels[urutauv1alpha1.LabelFleetManaged] == "true"; got != open {
+		t.Errorf("namespace %s labels %v, want open=%v", ns, n.Labels, open)
+	}
+	err := member.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: join.SpokeServiceAccount}, &rbacv1.RoleBinding{})
+	if open && err != nil {
+		t.Errorf("no RoleBinding of the hub in %s: %v", ns, err)
+	}
+	if !open && !apierrors.IsNotFound(err) {
+		t.Errorf("the hub's RoleBinding is still in %s (err %v)", ns, err)
+	}
 }
 
 // startFleet starts a hub (with its process) and, apart, a cluster that is not a member yet.
@@ -137,12 +169,13 @@ func clientFor(t *testing.T, kubeconfig string) client.Client {
 }
 
 // prepareMember does what the member's own platform team does: the pipeline's namespace and the
-// Secret it references.
+// Secret it references, opened to pipelines of the fleet.
 func prepareMember(t *testing.T, c client.Client) {
 	t.Helper()
 	for _, obj := range []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}},
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "orders-mysql"}, StringData: map[string]string{"uri": "mysql://cdc@db:3306/shop"}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "orders-mysql", Labels: map[string]string{urutauv1alpha1.LabelFleetSecret: "true"}},
+			StringData: map[string]string{"uri": "mysql://cdc@db:3306/shop"}},
 	} {
 		if err := c.Create(t.Context(), obj); err != nil {
 			t.Fatal(err)
@@ -189,8 +222,11 @@ func checkEntry(t *testing.T, hub, joiner client.Client) *corev1.Secret {
 			t.Errorf("the hub's kubeconfig holds %+v, want a token only", u)
 		}
 	}
-	if err := join.Screen(s.Data["kubeconfig"]); err != nil {
-		t.Error(err)
+	if _, err := credentials.ScreenKubeconfig(s.Data["kubeconfig"], credentials.Policy{}); err != nil {
+		t.Errorf("the hub would refuse the kubeconfig join wrote: %v", err)
+	}
+	if _, err := time.Parse(time.RFC3339, s.Annotations[join.AnnotationCredentialsExpireAt]); err != nil {
+		t.Errorf("annotation %s: %v", join.AnnotationCredentialsExpireAt, err)
 	}
 	return s
 }
@@ -234,6 +270,17 @@ func mustRun(t *testing.T, want int, args ...string) string {
 		t.Fatalf("kubectl urutau %s: exit code %d, want %d\n%s%s", args[0], code, want, out.String(), errOut.String())
 	}
 	return out.String()
+}
+
+// mustFail runs a command that must fail with an error saying want.
+func mustFail(t *testing.T, want string, args ...string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := cli.Run(t.Context(), "kubectl urutau", args, cli.Streams{Out: &out, Err: &errOut})
+	t.Logf("kubectl urutau %s -> %d\n%s%s", strings.Join(args, " "), code, out.String(), errOut.String())
+	if code != cli.ExitError || !strings.Contains(errOut.String(), want) {
+		t.Errorf("kubectl urutau %s: exit code %d, error %q; want %d and an error saying %q", strings.Join(args, " "), code, errOut.String(), cli.ExitError, want)
+	}
 }
 
 func anyLine(out, pattern string) bool {

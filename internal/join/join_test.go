@@ -10,6 +10,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/urutau-io/fleet/internal/credentials"
 )
 
 // TestRequiredAccessFromSpoke: what join checks is what the embedded config/spoke grants the hub,
@@ -44,7 +46,9 @@ func TestRequiredAccessFromSpoke(t *testing.T) {
 	}
 }
 
-func TestScreenKubeconfig(t *testing.T) {
+// TestScreen: join refuses what the hub refuses (internal/credentials), with the hub's policy, and
+// names the reason.
+func TestScreen(t *testing.T) {
 	ok := func() *clientcmdapi.Config {
 		cfg := clientcmdapi.NewConfig()
 		cfg.Clusters["m"] = &clientcmdapi.Cluster{Server: "https://m.example:6443", CertificateAuthorityData: []byte("ca")}
@@ -53,19 +57,30 @@ func TestScreenKubeconfig(t *testing.T) {
 		cfg.CurrentContext = "m"
 		return cfg
 	}
+	onlyExample, err := credentials.ParseAllowlist([]string{"*.example"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	onlyOther, err := credentials.ParseAllowlist([]string{"*.other"})
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
-		name string
-		edit func(*clientcmdapi.Config)
-		want string
+		name   string
+		edit   func(*clientcmdapi.Config)
+		policy credentials.Policy
+		want   string
 	}{
-		{"a token and a CA", func(*clientcmdapi.Config) {}, ""},
-		{"plain http", func(c *clientcmdapi.Config) { c.Clusters["m"].Server = "http://m.example" }, "not https"},
-		{"insecure", func(c *clientcmdapi.Config) { c.Clusters["m"].InsecureSkipTLSVerify = true }, "would not be verified"},
-		{"no CA", func(c *clientcmdapi.Config) { c.Clusters["m"].CertificateAuthorityData = nil }, "would not be verified"},
-		{"exec plugin", func(c *clientcmdapi.Config) { c.AuthInfos["u"].Exec = &clientcmdapi.ExecConfig{Command: "sh"} }, "credential plugin"},
-		{"token file", func(c *clientcmdapi.Config) { c.AuthInfos["u"].TokenFile = "/var/run/secrets/token" }, "reads files"},
-		{"impersonation", func(c *clientcmdapi.Config) { c.AuthInfos["u"].Impersonate = "system:admin" }, "impersonates"},
-		{"no credentials", func(c *clientcmdapi.Config) { c.AuthInfos["u"].Token = "" }, "no credentials"},
+		{"a token and a CA", func(*clientcmdapi.Config) {}, credentials.Policy{}, ""},
+		{"inside the hub's allow-list", func(*clientcmdapi.Config) {}, credentials.Policy{Servers: onlyExample}, ""},
+		{"outside the hub's allow-list", func(*clientcmdapi.Config) {}, credentials.Policy{Servers: onlyOther}, "(server-not-allowed)"},
+		{"a link-local server", func(c *clientcmdapi.Config) { c.Clusters["m"].Server = "https://169.254.169.254" }, credentials.Policy{}, "(server-not-allowed)"},
+		{"plain http", func(c *clientcmdapi.Config) { c.Clusters["m"].Server = "http://m.example" }, credentials.Policy{}, "(not-https)"},
+		{"insecure", func(c *clientcmdapi.Config) { c.Clusters["m"].InsecureSkipTLSVerify = true }, credentials.Policy{}, "(insecure-tls)"},
+		{"exec plugin", func(c *clientcmdapi.Config) { c.AuthInfos["u"].Exec = &clientcmdapi.ExecConfig{Command: "sh"} }, credentials.Policy{}, "(exec)"},
+		{"token file", func(c *clientcmdapi.Config) { c.AuthInfos["u"].TokenFile = "/var/run/secrets/token" }, credentials.Policy{}, "(file-path)"},
+		{"impersonation", func(c *clientcmdapi.Config) { c.AuthInfos["u"].Impersonate = "system:admin" }, credentials.Policy{}, "(impersonation)"},
+		{"no credentials", func(c *clientcmdapi.Config) { c.AuthInfos["u"].Token = "" }, credentials.Policy{}, "(no-credentials)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := ok()
@@ -74,9 +89,12 @@ func TestScreenKubeconfig(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			err = screenKubeconfig(raw)
+			err = screen(raw, tc.policy)
 			if (tc.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.want)) {
 				t.Errorf("got %v, want %q", err, tc.want)
+			}
+			if err != nil && !strings.Contains(err.Error(), "the hub would refuse") {
+				t.Errorf("the error does not say why join refuses: %v", err)
 			}
 		})
 	}

@@ -9,6 +9,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/urutau-io/fleet/internal/credentials"
 )
 
 // endpoint is how the hub reaches a member's API server.
@@ -59,44 +61,11 @@ func hubKubeconfig(member string, e endpoint, token string) ([]byte, error) {
 	return clientcmd.Write(*cfg)
 }
 
-// Screen refuses a kubeconfig the hub must not be given. It is the one place join screens
-// credentials: point it at the hub's own screening (the same rules the hub applies to every
-// inventory entry) where that is available.
-var Screen = screenKubeconfig
-
-// screenKubeconfig refuses whatever would make the hub run a program, read a file, impersonate,
-// or talk to a server without verifying it.
-func screenKubeconfig(data []byte) error {
-	cfg, err := clientcmd.Load(data)
-	if err != nil {
-		return fmt.Errorf("the kubeconfig does not parse: %w", err)
-	}
-	var errs []error
-	for name, c := range cfg.Clusters {
-		u, err := url.Parse(c.Server)
-		switch {
-		case err != nil || u.Scheme != "https":
-			errs = append(errs, fmt.Errorf("cluster %s: server %q is not https", name, c.Server))
-		case c.InsecureSkipTLSVerify || len(c.CertificateAuthorityData) == 0:
-			errs = append(errs, fmt.Errorf("cluster %s: the server's certificate would not be verified", name))
-		case c.CertificateAuthority != "" || c.ProxyURL != "":
-			errs = append(errs, fmt.Errorf("cluster %s: file references and proxies are not allowed", name))
-		}
-	}
-	for name, u := range cfg.AuthInfos {
-		switch {
-		case u.Exec != nil || u.AuthProvider != nil:
-			errs = append(errs, fmt.Errorf("user %s: runs a credential plugin", name))
-		case u.TokenFile != "" || u.ClientCertificate != "" || u.ClientKey != "":
-			errs = append(errs, fmt.Errorf("user %s: reads files", name))
-		case u.Impersonate != "" || len(u.ImpersonateGroups) > 0 || u.ImpersonateUID != "":
-			errs = append(errs, fmt.Errorf("user %s: impersonates", name))
-		case u.Token == "" && len(u.ClientCertificateData) == 0:
-			errs = append(errs, fmt.Errorf("user %s: has no credentials", name))
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("refusing an unsafe kubeconfig: %w", err)
+// screen refuses a kubeconfig the hub would refuse: the hub's own screening of member credentials
+// (internal/credentials), with the policy its --member-* flags set.
+func screen(kubeconfig []byte, p credentials.Policy) error {
+	if _, err := credentials.ScreenKubeconfig(kubeconfig, p); err != nil {
+		return fmt.Errorf("refusing the kubeconfig built for the hub, which the hub would refuse too (%s): %w", credentials.ReasonOf(err), err)
 	}
 	return nil
 }

@@ -31,7 +31,8 @@ type LeaveOptions struct {
 	// DrainTimeout for the hub to remove every workload from the member.
 	Drain        bool
 	DrainTimeout time.Duration
-	// KeepSpoke leaves config/spoke in the member (the token is revoked all the same).
+	// KeepSpoke leaves config/spoke, and the namespaces opened to the hub, as they are in the
+	// member (the token is revoked all the same).
 	KeepSpoke bool
 	// Force removes the entry even with tombstones pending for the member (they would wait
 	// forever: the hub replays tombstones only for members in its inventory).
@@ -194,7 +195,8 @@ func checkTombstones(ctx context.Context, hub client.Client, o LeaveOptions) err
 	return nil
 }
 
-// cleanMember revokes the token and removes config/spoke from the member.
+// cleanMember revokes the token, closes the namespaces opened to the fleet and removes
+// config/spoke from the member.
 func cleanMember(ctx context.Context, cfg *rest.Config, o LeaveOptions, out io.Writer) error {
 	m, err := newMember(cfg)
 	if err != nil {
@@ -209,6 +211,9 @@ func cleanMember(ctx context.Context, cfg *rest.Config, o LeaveOptions, out io.W
 	}
 	if o.KeepSpoke {
 		return errors.Join(errs...)
+	}
+	if err := m.closeNamespaces(ctx, out); err != nil {
+		errs = append(errs, err)
 	}
 	objs, err := SpokeObjects(nil)
 	if err != nil {

@@ -87,15 +87,17 @@ func TestHubConfigApplies(t *testing.T) {
 }
 
 // checkHubIdentity: the hub's ServiceAccount can do what the hub does on the hub cluster, reads
-// Secrets and writes ConfigMaps and Leases only in its own namespace, and may write a Secret (its
-// webhook CA, by name) and the webhook configuration's caBundle only in the self-signed overlay.
+// Namespaces and PlacementPolicies (the tenancy boundary) but writes neither, reads Secrets and
+// writes ConfigMaps and Leases only in its own namespace, and may write a Secret (its webhook CA,
+// by name) and the webhook configuration's caBundle only in the self-signed overlay.
 func checkHubIdentity(t *testing.T, c *testenv.Cluster, selfSigned bool) {
 	t.Helper()
 	const ns = "urutau-system"
 	allowed := []access{
 		{"list", "urutau.io", "cdcpipelines", "", ""}, {"watch", "urutau.io", "cdcpipelines", "", ""},
 		{"patch", "urutau.io", "cdcpipelines", "shop", ""}, {"patch", "urutau.io", "cdcpipelines/status", "shop", ""},
-		{"list", "urutau.io", "placementpolicies", "", ""}, {"get", "", "namespaces", "shop", "shop"},
+		{"list", "urutau.io", "placementpolicies", "", ""}, {"watch", "urutau.io", "placementpolicies", "", ""},
+		{"get", "", "namespaces", "shop", "shop"}, {"list", "", "namespaces", "", ""}, {"watch", "", "namespaces", "", ""},
 		{"create", "", "events", "shop", ""}, {"create", "events.k8s.io", "events", "shop", ""},
 		{"list", "", "secrets", ns, ""}, {"watch", "", "secrets", ns, ""},
 		{"list", "multicluster.x-k8s.io", "clusterprofiles", ns, ""},
@@ -109,7 +111,7 @@ func checkHubIdentity(t *testing.T, c *testenv.Cluster, selfSigned bool) {
 		{"create", "", "configmaps", "shop", ""}, {"create", "", "configmaps", ns, ""}, {"update", "coordination.k8s.io", "leases", "kube-system", ""},
 		{"create", "urutau.io", "readerleases", "shop", ""},
 		{"delete", "urutau.io", "cdcpipelines", "shop", ""}, {"update", "urutau.io", "cdcpipelines", "shop", ""}, {"create", "", "pods", "shop", ""},
-		{"create", "urutau.io", "placementpolicies", "", ""}, {"list", "", "namespaces", "", ""},
+		{"create", "urutau.io", "placementpolicies", "", ""}, {"update", "", "namespaces", "shop", "shop"},
 		{"patch", "admissionregistration.k8s.io", "validatingwebhookconfigurations", "", "someone-elses"},
 		{"escalate", "rbac.authorization.k8s.io", "clusterroles", "", ""},
 	}

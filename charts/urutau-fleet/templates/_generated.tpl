@@ -625,6 +625,197 @@ versions:
     status: {}
 {{- end }}
 
+{{- define "urutau-fleet.crd.placementpolicies.urutau.io.annotations" -}}
+controller-gen.kubebuilder.io/version: v0.23.0
+{{- end }}
+
+{{- define "urutau-fleet.crd.placementpolicies.urutau.io.spec" -}}
+group: urutau.io
+names:
+  kind: PlacementPolicy
+  listKind: PlacementPolicyList
+  plural: placementpolicies
+  singular: placementpolicy
+scope: Cluster
+versions:
+- additionalPrinterColumns:
+  - jsonPath: .metadata.creationTimestamp
+    name: Age
+    type: date
+  name: v1alpha1
+  schema:
+    openAPIV3Schema:
+      description: |-
+        PlacementPolicy is the platform admin's grant that lets the CDCPipelines of some hub namespaces
+        run on some member clusters, in some namespaces of those members. It is cluster-scoped, so
+        tenants who own a hub namespace cannot write one.
+
+        Without any PlacementPolicy no pipeline runs anywhere: the default install is closed. A
+        pipeline may run on member M in member namespace N when at least one policy selects its hub
+        namespace, M and N. Whatever the policies say, system namespaces are never used (kube-system,
+        kube-public, kube-node-lease, default, every kube-* namespace, the hub's and config/spoke's own
+        namespaces, and any namespace labelled urutau.io/system-namespace=true), and a member namespace
+        must carry urutau.io/fleet-managed=true before the hub writes there (docs/security.md).
+      properties:
+        apiVersion:
+          description: |-
+            APIVersion defines the versioned schema of this representation of an object.
+            Servers should convert recognized schemas to the latest internal value, and
+            may reject unrecognized values.
+            More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources
+          type: string
+        kind:
+          description: |-
+            Kind is a string value representing the REST resource this object represents.
+            Servers may infer this from the endpoint the client submits requests to.
+            Cannot be updated.
+            In CamelCase.
+            More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds
+          type: string
+        metadata:
+          type: object
+        spec:
+          description: |-
+            PlacementPolicySpec says who may place where. Each of the three parts selects by name, by
+            labels, or both (the union); an empty label selector `{}` selects everything, and is how a
+            policy says "every namespace" or "every member" explicitly.
+          properties:
+            clusterSelector:
+              description: |-
+                ClusterSelector selects member clusters by the labels of their inventory entries (kubeconfig
+                Secret or ClusterProfile), as spec.placement.clusterSelector does.
+              properties:
+                matchExpressions:
+                  description: matchExpressions is a list of label selector requirements.
+                    The requirements are ANDed.
+                  items:
+                    description: |-
+                      A label selector requirement is a selector that contains values, a key, and an operator that
+                      relates the key and values.
+                    properties:
+                      key:
+                        description: key is the label key that the selector applies
+                          to.
+                        type: string
+                      operator:
+                        description: |-
+                          operator represents a key's relationship to a set of values.
+                          Valid operators are In, NotIn, Exists and DoesNotExist.
+                        type: string
+                      values:
+                        description: |-
+                          values is an array of string values. If the operator is In or NotIn,
+                          the values array must be non-empty. If the operator is Exists or DoesNotExist,
+                          the values array must be empty. This array is replaced during a strategic
+                          merge patch.
+                        items:
+                          type: string
+                        type: array
+                        x-kubernetes-list-type: atomic
+                    required:
+                    - key
+                    - operator
+                    type: object
+                  type: array
+                  x-kubernetes-list-type: atomic
+                matchLabels:
+                  additionalProperties:
+                    type: string
+                  description: |-
+                    matchLabels is a map of {key,value} pairs. A single {key,value} in the matchLabels
+                    map is equivalent to an element of matchExpressions, whose key field is "key", the
+                    operator is "In", and the values array contains only "value". The requirements are ANDed.
+                  type: object
+              type: object
+              x-kubernetes-map-type: atomic
+            clusters:
+              description: Clusters are member clusters, by inventory name, those
+                pipelines may run on.
+              items:
+                maxLength: 253
+                type: string
+              type: array
+              x-kubernetes-list-type: set
+            memberNamespaces:
+              description: |-
+                MemberNamespaces are the namespaces of those members the pipelines may write into. Empty
+                means the member namespace named like the pipeline's hub namespace, which is where the hub
+                places a pipeline.
+              items:
+                maxLength: 63
+                type: string
+              type: array
+              x-kubernetes-list-type: set
+            namespaceSelector:
+              description: NamespaceSelector selects hub namespaces by their labels.
+              properties:
+                matchExpressions:
+                  description: matchExpressions is a list of label selector requirements.
+                    The requirements are ANDed.
+                  items:
+                    description: |-
+                      A label selector requirement is a selector that contains values, a key, and an operator that
+                      relates the key and values.
+                    properties:
+                      key:
+                        description: key is the label key that the selector applies
+                          to.
+                        type: string
+                      operator:
+                        description: |-
+                          operator represents a key's relationship to a set of values.
+                          Valid operators are In, NotIn, Exists and DoesNotExist.
+                        type: string
+                      values:
+                        description: |-
+                          values is an array of string values. If the operator is In or NotIn,
+                          the values array must be non-empty. If the operator is Exists or DoesNotExist,
+                          the values array must be empty. This array is replaced during a strategic
+                          merge patch.
+                        items:
+                          type: string
+                        type: array
+                        x-kubernetes-list-type: atomic
+                    required:
+                    - key
+                    - operator
+                    type: object
+                  type: array
+                  x-kubernetes-list-type: atomic
+                matchLabels:
+                  additionalProperties:
+                    type: string
+                  description: |-
+                    matchLabels is a map of {key,value} pairs. A single {key,value} in the matchLabels
+                    map is equivalent to an element of matchExpressions, whose key field is "key", the
+                    operator is "In", and the values array contains only "value". The requirements are ANDed.
+                  type: object
+              type: object
+              x-kubernetes-map-type: atomic
+            namespaces:
+              description: Namespaces are hub namespaces, by name, whose CDCPipelines
+                this policy governs.
+              items:
+                maxLength: 63
+                type: string
+              type: array
+              x-kubernetes-list-type: set
+          type: object
+          x-kubernetes-validations:
+          - message: 'set namespaces or namespaceSelector: the hub namespaces whose
+              pipelines this policy lets run'
+            rule: has(self.namespaces) || has(self.namespaceSelector)
+          - message: 'set clusters or clusterSelector: the member clusters this policy
+              lets pipelines run on'
+            rule: has(self.clusters) || has(self.clusterSelector)
+      required:
+      - spec
+      type: object
+  served: true
+  storage: true
+  subresources: {}
+{{- end }}
+
 {{- define "urutau-fleet.crd.readerleases.urutau.io.annotations" -}}
 controller-gen.kubebuilder.io/version: v0.23.0
 {{- end }}
@@ -820,10 +1011,19 @@ versions:
 
 {{- define "urutau-fleet.crdNames" -}}
 - cdcpipelines.urutau.io
+- placementpolicies.urutau.io
 - readerleases.urutau.io
 {{- end }}
 
 {{- define "urutau-fleet.hubClusterRoleRules" -}}
+- apiGroups:
+  - ""
+  resources:
+  - namespaces
+  verbs:
+  - get
+  - list
+  - watch
 - apiGroups:
   - ""
   - events.k8s.io
@@ -833,36 +1033,39 @@ versions:
   - create
   - patch
 - apiGroups:
-  - admissionregistration.k8s.io
-  resourceNames:
-  - urutau-fleet-validating-webhook-configuration
+  - authentication.k8s.io
   resources:
-  - validatingwebhookconfigurations
+  - tokenreviews
   verbs:
-  - get
-  - patch
+  - create
+- apiGroups:
+  - authorization.k8s.io
+  resources:
+  - subjectaccessreviews
+  verbs:
+  - create
 - apiGroups:
   - urutau.io
   resources:
   - cdcpipelines
   verbs:
-  - get
   - list
   - patch
   - watch
 - apiGroups:
   - urutau.io
   resources:
-  - cdcpipelines/finalizers
+  - cdcpipelines/status
   verbs:
-  - update
+  - patch
 - apiGroups:
   - urutau.io
   resources:
-  - cdcpipelines/status
+  - placementpolicies
   verbs:
   - get
-  - patch
+  - list
+  - watch
 {{- end }}
 
 {{- define "urutau-fleet.hubRoleRules" -}}
@@ -871,10 +1074,7 @@ versions:
   resources:
   - secrets
   verbs:
-  - create
-  - get
   - list
-  - update
   - watch
 - apiGroups:
   - coordination.k8s.io
@@ -882,18 +1082,13 @@ versions:
   - leases
   verbs:
   - create
-  - delete
   - get
-  - list
-  - patch
   - update
-  - watch
 - apiGroups:
   - multicluster.x-k8s.io
   resources:
   - clusterprofiles
   verbs:
-  - get
   - list
   - watch
 - apiGroups:
@@ -909,25 +1104,34 @@ versions:
   - watch
 {{- end }}
 
-{{- define "urutau-fleet.leaderElectionRules" -}}
-- apiGroups:
-  - coordination.k8s.io
-  resources:
-  - leases
+{{- define "urutau-fleet.metricsReaderRules" -}}
+- nonResourceURLs:
+  - /metrics
   verbs:
   - get
-  - list
-  - watch
-  - create
-  - update
-  - patch
-  - delete
+{{- end }}
+
+{{- define "urutau-fleet.webhookCertRules" -}}
 - apiGroups:
   - ""
+  resourceNames:
+  - urutau-fleet-webhook-cert
   resources:
-  - events
+  - secrets
   verbs:
-  - create
+  - get
+  - update
+{{- end }}
+
+{{- define "urutau-fleet.webhookCABundleRules" -}}
+- apiGroups:
+  - admissionregistration.k8s.io
+  resourceNames:
+  - urutau-fleet-validating-webhook-configuration
+  resources:
+  - validatingwebhookconfigurations
+  verbs:
+  - get
   - patch
 {{- end }}
 

@@ -1,0 +1,194 @@
+package monitoring
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"go.yaml.in/yaml/v3"
+)
+
+const hubDir = "../../config/hub"
+
+// serviceMonitor is the part of the Prometheus Operator's ServiceMonitor this project sets;
+// decoding is strict, so a misspelt field fails.
+type serviceMonitor struct {
+	APIVersion string `yaml:"apiVersion"`
+	Kind       string `yaml:"kind"`
+	Metadata   struct {
+		Name      string            `yaml:"name"`
+		Namespace string            `yaml:"namespace"`
+		Labels    map[string]string `yaml:"labels"`
+	} `yaml:"metadata"`
+	Spec struct {
+		Selector struct {
+			MatchLabels map[string]string `yaml:"matchLabels"`
+		} `yaml:"selector"`
+		Endpoints []struct {
+			Port            string `yaml:"port"`
+			Scheme          string `yaml:"scheme"`
+			Path            string `yaml:"path"`
+			Interval        string `yaml:"interval"`
+			BearerTokenFile string `yaml:"bearerTokenFile"`
+			TLSConfig       *struct {
+				InsecureSkipVerify bool `yaml:"insecureSkipVerify"`
+			} `yaml:"tlsConfig"`
+		} `yaml:"endpoints"`
+	} `yaml:"spec"`
+}
+
+type servicePort struct {
+	Name       string `yaml:"name"`
+	Port       int    `yaml:"port"`
+	TargetPort string `yaml:"targetPort"`
+}
+
+// service is what the test reads of a Service.
+type service struct {
+	Metadata struct {
+		Name   string            `yaml:"name"`
+		Labels map[string]string `yaml:"labels"`
+	} `yaml:"metadata"`
+	Spec struct {
+		Ports []servicePort `yaml:"ports"`
+	} `yaml:"spec"`
+}
+
+// deployment is what the test reads of the hub's Deployment.
+type deployment struct {
+	Spec struct {
+		Template struct {
+			Spec struct {
+				Containers []struct {
+					Args  []string `yaml:"args"`
+					Ports []struct {
+						Name          string `yaml:"name"`
+						ContainerPort int    `yaml:"containerPort"`
+					} `yaml:"ports"`
+				} `yaml:"containers"`
+			} `yaml:"spec"`
+		} `yaml:"template"`
+	} `yaml:"spec"`
+}
+
+// TestServiceMonitorScrapesTheHub: config/monitoring's ServiceMonitor selects exactly one Service
+// of config/hub and config/monitoring, the metrics Service, on a port that reaches the hub's
+// HTTPS metrics endpoint, and scrapes it over HTTPS with a bearer token.
+func TestServiceMonitorScrapesTheHub(t *testing.T) {
+	var sm serviceMonitor
+	readYAML(t, monitoringDir+"/servicemonitor.yaml", &sm)
+	if len(sm.Spec.Endpoints) != 1 {
+		t.Fatalf("%d endpoints, want 1", len(sm.Spec.Endpoints))
+	}
+	ep := sm.Spec.Endpoints[0]
+	if ep.Scheme != "https" || ep.Path != "/metrics" || ep.BearerTokenFile == "" || ep.TLSConfig == nil {
+		t.Errorf("the endpoint must scrape https /metrics with a bearer token and a tlsConfig: %+v", ep)
+	}
+
+	var selected []service
+	for _, doc := range docsOfKind(t, "Service", hubDir, monitoringDir) {
+		var svc service
+		if err := doc.Decode(&svc); err != nil {
+			t.Fatal(err)
+		}
+		if matches(sm.Spec.Selector.MatchLabels, svc.Metadata.Labels) {
+			selected = append(selected, svc)
+		}
+	}
+	if len(selected) != 1 {
+		t.Fatalf("the ServiceMonitor selects %d Services, want exactly the hub's metrics Service", len(selected))
+	}
+	svc := selected[0]
+	i := slices.IndexFunc(svc.Spec.Ports, func(p servicePort) bool { return p.Name == ep.Port })
+	if i < 0 {
+		t.Fatalf("Service %s has no port named %q", svc.Metadata.Name, ep.Port)
+	}
+	checkHubServesMetricsOn(t, svc.Spec.Ports[i].TargetPort)
+}
+
+// checkHubServesMetricsOn: the hub's container port named portName is where it serves metrics,
+// securely.
+func checkHubServesMetricsOn(t *testing.T, portName string) {
+	t.Helper()
+	docs := docsOfKind(t, "Deployment", hubDir+"/manager")
+	if len(docs) != 1 {
+		t.Fatalf("config/hub/manager has %d Deployments, want the hub's", len(docs))
+	}
+	var dep deployment
+	if err := docs[0].Decode(&dep); err != nil {
+		t.Fatal(err)
+	}
+	if len(dep.Spec.Template.Spec.Containers) == 0 {
+		t.Fatal("the hub Deployment has no container")
+	}
+	c := dep.Spec.Template.Spec.Containers[0]
+	port := 0
+	for _, p := range c.Ports {
+		if p.Name == portName {
+			port = p.ContainerPort
+		}
+	}
+	if port == 0 {
+		t.Fatalf("the hub has no container port named %q", portName)
+	}
+	if !slices.Contains(c.Args, "--metrics-secure=true") || !slices.ContainsFunc(c.Args, func(a string) bool {
+		return strings.HasPrefix(a, "--metrics-bind-address=") && strings.HasSuffix(a, ":"+strconv.Itoa(port))
+	}) {
+		t.Errorf("the hub's args %q do not serve secure metrics on port %d", c.Args, port)
+	}
+}
+
+func matches(selector, labels map[string]string) bool {
+	for k, v := range selector {
+		if labels[k] != v {
+			return false
+		}
+	}
+	return len(selector) > 0
+}
+
+// docsOfKind reads the YAML documents of kind in every .yaml file below dirs.
+func docsOfKind(t *testing.T, kind string, dirs ...string) []yaml.Node {
+	t.Helper()
+	var out []yaml.Node
+	for _, dir := range dirs {
+		err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".yaml") {
+				return err
+			}
+			f, err := os.Open(path)
+			if err != nil {
+				return err
+			}
+			defer func() { _ = f.Close() }()
+			dec := yaml.NewDecoder(f)
+			for {
+				var doc yaml.Node
+				if err := dec.Decode(&doc); errors.Is(err, io.EOF) {
+					return nil
+				} else if err != nil {
+					return fmt.Errorf("%s: %w", path, err)
+				}
+				var head struct {
+					Kind string `yaml:"kind"`
+				}
+				if err := doc.Decode(&head); err != nil {
+					return fmt.Errorf("%s: %w", path, err)
+				}
+				if head.Kind == kind {
+					out = append(out, doc)
+				}
+			}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
+}
