@@ -17,7 +17,7 @@ package fleet
 // PlacementPolicies and the hub's Namespaces (their metadata): the reconciler checks the tenancy
 // boundary before every write into a member, from its cache, and a change brings the pipelines it
 // concerns back (the webhook reads them live, internal/webhook/tenancy.go).
-// +kubebuilder:rbac:groups=urutau.io,resources=placementpolicies,verbs=get;list;watch
+// +kubebuilder:rbac:groups=urutau.io,resources=placementpolicies,verbs=list;watch
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 
 // ReaderLeases: one per source identity, in the hub's namespace (DESIGN.md §5 rule 3).

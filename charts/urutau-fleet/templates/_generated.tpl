@@ -1063,7 +1063,6 @@ versions:
   resources:
   - placementpolicies
   verbs:
-  - get
   - list
   - watch
 {{- end }}
