@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -107,4 +108,53 @@ func EnsureComponents(o Options, name string) error {
 func APIServerRunning(o Options, name string) bool {
 	c, err := o.component(name, "kube-apiserver")
 	return err == nil && c.running()
+}
+
+// PortHold keeps a stopped API server's port bound, so that no other process on the machine
+// (another local cluster being created, say) takes it while the API server is down: clients
+// connecting meanwhile are closed at once, as a dead server's would be refused.
+type PortHold struct {
+	l net.Listener
+}
+
+// HoldAPIServerPort binds the named cluster's kube-apiserver port. Call it after StopAPIServer,
+// and Release before starting the API server again.
+func HoldAPIServerPort(o Options, name string) (*PortHold, error) {
+	c, err := o.component(name, "kube-apiserver")
+	if err != nil {
+		return nil, err
+	}
+	port := ""
+	for _, a := range c.Args {
+		if v, ok := strings.CutPrefix(a, "--secure-port="); ok {
+			port = v
+		}
+	}
+	if port == "" {
+		return nil, fmt.Errorf("kube-apiserver of %q: no --secure-port", name)
+	}
+	l, err := net.Listen("tcp", ":"+port)
+	if err != nil {
+		return nil, fmt.Errorf("holding port %s of %q: %w", port, name, err)
+	}
+	go func() {
+		for {
+			conn, err := l.Accept()
+			if err != nil {
+				return
+			}
+			_ = conn.Close()
+		}
+	}()
+	return &PortHold{l: l}, nil
+}
+
+// Release unbinds the port. Releasing a nil or released hold does nothing.
+func (h *PortHold) Release() error {
+	if h == nil || h.l == nil {
+		return nil
+	}
+	err := h.l.Close()
+	h.l = nil
+	return err
 }

@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -33,7 +36,7 @@ var shortSeeds = []uint64{16, 30}
 // The fleet is started once, by the first test that needs it, and stopped by TestMain.
 var (
 	fleetOnce sync.Once
-	theFleet  *Fleet
+	theFleet  atomic.Pointer[Fleet]
 	fleetErr  error
 	fleetWork string
 )
@@ -41,18 +44,40 @@ var (
 func TestMain(m *testing.M) {
 	// The suite's clients log nothing worth reading; the hubs log to their own files.
 	ctrllog.SetLogger(logr.Discard())
+	// Interrupted (Ctrl-C, a CI timeout's SIGTERM): stop the fleet rather than leave four
+	// clusters and two hubs running.
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		s := <-sig
+		fmt.Fprintf(os.Stderr, "%s: stopping the chaos fleet\n", s)
+		stopFleet()
+		os.Exit(1)
+	}()
 	code := m.Run()
-	if theFleet != nil && !*flagKeep {
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-		if err := theFleet.Stop(ctx); err != nil {
-			fmt.Fprintln(os.Stderr, "stopping the chaos fleet:", err)
-		}
-		cancel()
-		_ = os.RemoveAll(fleetWork)
-	} else if theFleet != nil {
-		fmt.Fprintf(os.Stderr, "-chaos.keep: the chaos fleet stays up in %s (hub logs %v)\n", fleetWork, theFleet.HubLogs())
+	if f := theFleet.Load(); f != nil && *flagKeep {
+		fmt.Fprintf(os.Stderr, "-chaos.keep: the chaos fleet stays up in %s (hub logs %v)\n", fleetWork, f.HubLogs())
+	} else {
+		stopFleet()
 	}
 	os.Exit(code)
+}
+
+var stopOnce sync.Once
+
+func stopFleet() {
+	stopOnce.Do(func() {
+		f := theFleet.Load()
+		if f == nil {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		if err := f.Stop(ctx); err != nil {
+			fmt.Fprintln(os.Stderr, "stopping the chaos fleet:", err)
+		}
+		_ = os.RemoveAll(fleetWork)
+	})
 }
 
 func sharedFleet(t *testing.T) *Fleet {
@@ -72,14 +97,16 @@ func sharedFleet(t *testing.T) *Fleet {
 			return
 		}
 		start := time.Now()
-		theFleet, fleetErr = StartFleet(context.Background(), FleetConfig{BinDir: bin, RepoRoot: root, WorkDir: fleetWork,
+		var f *Fleet
+		f, fleetErr = StartFleet(context.Background(), FleetConfig{BinDir: bin, RepoRoot: root, WorkDir: fleetWork,
 			Logf: func(format string, args ...any) { fmt.Printf("fleet: "+format+"\n", args...) }})
+		theFleet.Store(f)
 		fmt.Printf("chaos fleet up in %s\n", time.Since(start).Round(100*time.Millisecond))
 	})
 	if fleetErr != nil {
 		t.Fatalf("starting the chaos fleet: %v", fleetErr)
 	}
-	return theFleet
+	return theFleet.Load()
 }
 
 // TestChaos plays histories on a local fleet and checks every invariant over each recording:

@@ -26,7 +26,9 @@ import (
 
 // env is the running chaos fleet.
 type env struct {
-	opts    localfleet.Options
+	opts localfleet.Options
+	// held are the ports of stopped member API servers, kept bound until they start again.
+	held    map[string]*localfleet.PortHold
 	hub     client.Client
 	members map[string]client.Client
 	dyn     map[string]dynamic.Interface
@@ -111,9 +113,9 @@ func (x *executor) doFleet(ctx context.Context, o Op) error {
 	e := x.env
 	switch o := o.(type) {
 	case StopMember:
-		return localfleet.StopAPIServer(ctx, e.opts, o.Member)
+		return e.stopMember(ctx, o.Member)
 	case StartMember:
-		return localfleet.StartAPIServerAsync(context.WithoutCancel(ctx), e.opts, o.Member, 20*time.Second)
+		return e.startMember(ctx, o.Member)
 	case PauseKubelet:
 		return localfleet.PauseKubelet(e.opts, o.Member)
 	case ResumeKubelet:
@@ -127,7 +129,7 @@ func (x *executor) doFleet(ctx context.Context, o Op) error {
 	case Hold:
 		return x.hold(ctx, o)
 	case Release:
-		return x.release(ctx, o.Member)
+		return x.release(ctx, o.Member, 1)
 	case Hammer:
 		x.hammer(ctx, o)
 		return nil
@@ -360,7 +362,7 @@ func (x *executor) heal(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 		if !localfleet.APIServerRunning(e.opts, m) {
-			if err := localfleet.StartAPIServerAsync(context.WithoutCancel(ctx), e.opts, m, 20*time.Second); err != nil {
+			if err := e.startMember(ctx, m); err != nil {
 				errs = append(errs, err)
 			}
 		}
@@ -368,7 +370,7 @@ func (x *executor) heal(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
-	if err := x.release(ctx, ""); err != nil {
+	if err := x.release(ctx, "", 40); err != nil {
 		errs = append(errs, err)
 	}
 	if !e.hubs.running(0) {
@@ -377,6 +379,31 @@ func (x *executor) heal(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// stopMember kills the member's API server and keeps its port bound while it is down.
+func (e *env) stopMember(ctx context.Context, m string) error {
+	if err := localfleet.StopAPIServer(ctx, e.opts, m); err != nil {
+		return err
+	}
+	if e.held[m] != nil {
+		return nil
+	}
+	h, err := localfleet.HoldAPIServerPort(e.opts, m)
+	if err != nil {
+		return err
+	}
+	e.held[m] = h
+	return nil
+}
+
+// startMember frees the member's port and starts its API server; it returns once it answers.
+func (e *env) startMember(ctx context.Context, m string) error {
+	if h := e.held[m]; h != nil {
+		_ = h.Release()
+		delete(e.held, m)
+	}
+	return localfleet.StartAPIServerAsync(context.WithoutCancel(ctx), e.opts, m, 20*time.Second)
 }
 
 // memberObject finds the object of kind (a memberObjectKinds key without the plural) of pipeline
@@ -417,8 +444,9 @@ func (x *executor) hold(ctx context.Context, o Hold) error {
 }
 
 // release removes the foreign finalizer from every object of the namespace in member (every
-// member when empty), retrying while a member does not answer yet.
-func (x *executor) release(ctx context.Context, member string) error {
+// member when empty), in up to attempts rounds (a member that does not answer is left for the
+// next round; the Release op tries once, Heal waits for members that just came back).
+func (x *executor) release(ctx context.Context, member string, attempts int) error {
 	ms := Members
 	if member != "" {
 		ms = []string{member}
@@ -426,18 +454,19 @@ func (x *executor) release(ctx context.Context, member string) error {
 	var errs []error
 	for _, m := range ms {
 		for _, kind := range sortedKinds() {
-			if err := x.releaseKind(ctx, m, kind); err != nil {
+			if err := x.releaseKind(ctx, m, kind, attempts); err != nil {
 				errs = append(errs, fmt.Errorf("%s in %s: %w", kind, m, err))
+				break
 			}
 		}
 	}
 	return errors.Join(errs...)
 }
 
-func (x *executor) releaseKind(ctx context.Context, member, kind string) error {
+func (x *executor) releaseKind(ctx context.Context, member, kind string, attempts int) error {
 	res := x.env.dyn[member].Resource(memberObjectKinds[kind]).Namespace(x.ns)
 	var last error
-	for attempt := 0; attempt < 40; attempt++ {
+	for attempt := 0; attempt < attempts; attempt++ {
 		list, err := res.List(ctx, listOpts(urutauv1alpha1.LabelHubPipelineUID))
 		if err != nil {
 			last = err

@@ -109,7 +109,7 @@ func (f *Fleet) wire(ctx context.Context, c FleetConfig) error {
 	if err := localfleet.ApplyFiles(ctx, hub, crds...); err != nil {
 		return err
 	}
-	e := &env{opts: f.fo.Options, hub: hub, members: map[string]client.Client{}, dyn: map[string]dynamic.Interface{},
+	e := &env{opts: f.fo.Options, hub: hub, held: map[string]*localfleet.PortHold{}, members: map[string]client.Client{}, dyn: map[string]dynamic.Interface{},
 		bounds: Bounds{TombstoneGrace: tombstoneGrace, MemberTimeout: memberTimeout, DeleteSlack: deleteSlack}, logf: c.Logf}
 	e.hubs = &hubs{lf: f.lf, hub: hub}
 	for _, cl := range append([]localfleet.Cluster{f.lf.Hub}, f.lf.Members...) {
@@ -156,7 +156,7 @@ func (f *Fleet) reset(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 		if !localfleet.APIServerRunning(e.opts, m) {
-			if err := localfleet.StartAPIServerAsync(context.WithoutCancel(ctx), e.opts, m, 20*time.Second); err != nil {
+			if err := e.startMember(ctx, m); err != nil {
 				errs = append(errs, err)
 			}
 		}
