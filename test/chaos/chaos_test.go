@@ -28,6 +28,7 @@ var (
 	flagCases  = flag.Bool("chaos.cases", false, "also run the named cases (case-1 ... case-7b)")
 	flagOut    = flag.String("chaos.out", "", "directory for failing histories and reports (default $TMPDIR/urutau-chaos)")
 	flagKeep   = flag.Bool("chaos.keep", false, "leave the local fleet running after the tests")
+	flagCheck  = flag.String("chaos.recheck", "", "check again a recording saved with a failing history (no fleet needed)")
 )
 
 // shortSeeds are the histories `make test` runs: fixed, so a failure there is a regression.
@@ -112,6 +113,10 @@ func sharedFleet(t *testing.T) *Fleet {
 // TestChaos plays histories on a local fleet and checks every invariant over each recording:
 // the short fixed seeds by default, or what the -chaos.* flags select.
 func TestChaos(t *testing.T) {
+	if *flagCheck != "" {
+		recheck(t, *flagCheck)
+		return
+	}
 	if testing.Short() {
 		t.Skip("starts a local fleet of real control planes (run without -short)")
 	}
@@ -178,6 +183,20 @@ func outDir() string {
 		return *flagOut
 	}
 	return tempDir()
+}
+
+// recheck judges a saved recording again, with the checker as it is now.
+func recheck(t *testing.T, path string) {
+	rec, err := LoadRecording(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := Check(rec)
+	if res.Failed() {
+		t.Errorf("%s", Report(rec, res))
+		return
+	}
+	t.Log(Report(rec, res))
 }
 
 func runOne(t *testing.T, f *Fleet, h History, i int, tally *Tally) {

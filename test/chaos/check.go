@@ -100,7 +100,8 @@ func checkOneReader(cc *checkContext, res *Result) {
 	for i, p := range cc.pods {
 		for _, q := range cc.pods[i+1:] {
 			fp, fq := cc.pipes[p.Pipeline], cc.pipes[q.Pipeline]
-			if fp == nil || fq == nil || p.Pipeline == q.Pipeline || fp.Identity == "" || fp.Identity != fq.Identity {
+			if fp == nil || fq == nil || p.Pipeline == q.Pipeline || fp.Identity == "" || fp.Identity != fq.Identity ||
+				(p.UID == q.UID && p.Cluster == q.Cluster) {
 				continue
 			}
 			if excused(p, fp) || excused(q, fq) {
@@ -331,7 +332,7 @@ func checkLeftovers(cc *checkContext, res *Result) {
 			}
 		}
 		for _, o := range fin.Pods[m] {
-			if uid := owners[o.Owner]; !live[uid] {
+			if uid := lastOwner(owners[o.Owner]); !live[uid] {
 				add(uid, fmt.Sprintf("coordinator pod %s/%s (phase %s, deleting: %v)", o.Namespace, o.Name, o.Phase, o.Deleting))
 			}
 		}

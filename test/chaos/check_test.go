@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -355,5 +356,62 @@ func TestClock(t *testing.T) {
 		if a, b := c.after(tc.rv), c.before(tc.rv); a != tc.after || b != tc.before {
 			t.Errorf("revision %d: after %s before %s, want %s and %s", tc.rv, stampString(a), stampString(b), stampString(tc.after), stampString(tc.before))
 		}
+	}
+}
+
+func (b *rb) stsAt(cluster, uid, pipelineUID string, typ string, rv int64, recv float64) *rb {
+	b.rec.Events = append(b.rec.Events, Event{Cluster: cluster, Kind: "statefulsets", Type: typ, Recv: sec(recv), RVLo: rv, RVHi: rv,
+		Obj: ObjInfo{UID: uid, PipelineUID: pipelineUID, Name: "p1-coordinator", RV: rv}})
+	return b
+}
+
+// A re-created pipeline of the same name applies over the old one's StatefulSet: the running pod
+// belongs to the old pipeline until then, to the new one after.
+func TestPodChangesPipelineWithItsStatefulSet(t *testing.T) {
+	b := newRB().pipeline("u1", "p1", "mysql:1", 5, 0.5).pipeline("u2", "p1", "mysql:1", 30, 3.0).
+		op(Create{Name: "p1"}, 0.4, 0.45, PipelineRef{Name: "p1", UID: "u1", Placement: []string{"member-a"}}).
+		op(Delete{Name: "p1"}, 2.0, 2.1, PipelineRef{Name: "p1", UID: "u1"}).
+		op(Create{Name: "p1"}, 2.9, 3.0, PipelineRef{Name: "p1", UID: "u2", Placement: []string{"member-a"}}).
+		stsAt("member-a", "sa", "u1", Added, 8, 0.8).
+		sample("member-a", 0.9, 9).pod("member-a", Added, "pa", "sa", 10, 1.0, false).sample("member-a", 2.0, 12, "pa").
+		sample("member-a", 4.9, 49, "pa").stsAt("member-a", "sa", "u2", Modified, 50, 5.05).sample("member-a", 5.1, 51, "pa").
+		sample("member-a", 8.0, 90, "pa")
+	clocks := newClocks(b.rec.Samples, b.rec.Events)
+	lives := podLives(&b.rec, clocks, ownerPipelines(&b.rec))
+	if len(lives) != 2 || lives[0].Pipeline != "u1" || lives[1].Pipeline != "u2" {
+		t.Fatalf("lives %v, want the pod cut in two, u1 then u2", lives)
+	}
+	if lives[0].Sure != (span{sec(1.0), sec(4.9)}) || lives[1].Sure != (span{sec(5.05), sec(8.0)}) {
+		t.Fatalf("sure spans %s and %s, want [1.0, 4.9] and [5.05, 8.0]", lives[0].Sure, lives[1].Sure)
+	}
+	if res := Check(&b.rec); res.Failed() || len(res.Notes) > 0 {
+		t.Fatalf("the adopted pod is reported:\n%s", Report(&b.rec, res))
+	}
+}
+
+// A saved recording is checked again to the same verdict.
+func TestRecordingRoundTrip(t *testing.T) {
+	b := twoPipelines().sample("member-a", 5.0, 20, "pa").
+		pod("member-b", Added, "pb", "sb", 100, 3.0, false).sample("member-b", 3.5, 101, "pb")
+	b.rec.History = History{Name: "synthetic", Ops: []Op{Create{Name: "p1"}, Create{Name: "p2"}}}
+	b.rec.Final = Final{Pods: map[string][]ObjInfo{"member-a": {{Name: "pa", Owner: "sa"}}}}
+	want := Check(&b.rec)
+	dir := t.TempDir()
+	if _, err := Save(dir, &b.rec, want); err != nil {
+		t.Fatal(err)
+	}
+	paths, _ := filepath.Glob(filepath.Join(dir, "*.recording.json"))
+	if len(paths) != 1 {
+		t.Fatalf("recordings saved: %v", paths)
+	}
+	rec, err := LoadRecording(paths[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := Check(rec); !reflect.DeepEqual(got, want) || !reflect.DeepEqual(rec.Ops, b.rec.Ops) {
+		t.Fatalf("checked again: %v, want %v", invariants(got), invariants(want))
+	}
+	if len(want.Violations) == 0 {
+		t.Fatal("the synthetic recording has no violation to compare")
 	}
 }

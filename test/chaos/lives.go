@@ -49,9 +49,9 @@ func short(uid string) string {
 	return uid
 }
 
-// podLives derives every coordinator pod's life from the recording. ownerPipeline maps a
-// StatefulSet UID to its pipeline UID.
-func podLives(rec *Recording, clocks map[string]*clock, ownerPipeline map[string]string) []*podLife {
+// podLives derives every coordinator pod's life from the recording, one life per pipeline the
+// pod belonged to (see splitByOwner).
+func podLives(rec *Recording, clocks map[string]*clock, owners map[string][]labelVersion) []*podLife {
 	byKey := map[string]*podLife{}
 	get := func(cluster, uid string) *podLife {
 		k := cluster + "/" + uid
@@ -110,10 +110,9 @@ func podLives(rec *Recording, clocks map[string]*clock, ownerPipeline map[string
 	out := make([]*podLife, 0, len(byKey))
 	for _, p := range byKey {
 		c := clocks[p.Cluster]
-		p.Pipeline = ownerPipeline[p.Owner]
 		p.Sure = span{c.before(p.cHi), c.after(p.dLo)}
 		p.Maybe = span{c.after(p.cLo), c.before(p.dHi)}
-		out = append(out, p)
+		out = append(out, splitByOwner(p, owners[p.Owner], c)...)
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Sure.from != out[j].Sure.from {
@@ -130,12 +129,66 @@ func (p *podLife) present(rv int64) {
 	p.dLo = max(p.dLo, rv+1)
 }
 
-// ownerPipelines maps every StatefulSet seen in a member to the pipeline UID it carries.
-func ownerPipelines(rec *Recording) map[string]string {
-	out := map[string]string{}
+// labelVersion is a pipeline UID a StatefulSet carried from a revision in [rvLo, rvHi] on.
+type labelVersion struct {
+	rvLo, rvHi int64
+	uid        string
+}
+
+// ownerPipelines is, for every StatefulSet seen in a member, the pipeline UIDs it carried in
+// revision order. A StatefulSet changes pipeline when a re-created pipeline of the same name
+// applies over the old one's (then its running pod changes pipeline with it).
+func ownerPipelines(rec *Recording) map[string][]labelVersion {
+	out := map[string][]labelVersion{}
 	for _, e := range rec.Events {
-		if e.Kind == "statefulsets" && e.Obj.PipelineUID != "" {
-			out[e.Obj.UID] = e.Obj.PipelineUID
+		if e.Kind == "statefulsets" && e.Type != Deleted && e.Obj.PipelineUID != "" {
+			out[e.Obj.UID] = append(out[e.Obj.UID], labelVersion{e.RVLo, e.RVHi, e.Obj.PipelineUID})
+		}
+	}
+	for k, vs := range out {
+		sort.SliceStable(vs, func(i, j int) bool { return vs[i].rvHi < vs[j].rvHi })
+		var merged []labelVersion
+		for _, v := range vs {
+			if len(merged) > 0 && merged[len(merged)-1].uid == v.uid {
+				continue
+			}
+			merged = append(merged, v)
+		}
+		out[k] = merged
+	}
+	return out
+}
+
+// lastOwner is the pipeline a StatefulSet carried last.
+func lastOwner(vs []labelVersion) string {
+	if len(vs) == 0 {
+		return ""
+	}
+	return vs[len(vs)-1].uid
+}
+
+// splitByOwner cuts a pod's life where its StatefulSet changed pipeline: the part while the
+// StatefulSet surely carried a pipeline is that pipeline's for sure, the part while it may have
+// is that pipeline's maybe.
+func splitByOwner(p *podLife, vs []labelVersion, c *clock) []*podLife {
+	if len(vs) <= 1 {
+		p.Pipeline = lastOwner(vs)
+		return []*podLife{p}
+	}
+	var out []*podLife
+	for i, v := range vs {
+		seg := *p
+		seg.Pipeline = v.uid
+		if i > 0 {
+			seg.Sure.from = max(seg.Sure.from, c.before(v.rvHi))
+			seg.Maybe.from = max(seg.Maybe.from, c.after(v.rvLo))
+		}
+		if i+1 < len(vs) {
+			seg.Sure.to = min(seg.Sure.to, c.after(vs[i+1].rvLo))
+			seg.Maybe.to = min(seg.Maybe.to, c.before(vs[i+1].rvHi))
+		}
+		if !seg.Maybe.empty() {
+			out = append(out, &seg)
 		}
 	}
 	return out

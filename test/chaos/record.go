@@ -1,6 +1,9 @@
 package chaos
 
 import (
+	"encoding/json"
+	"fmt"
+	"os"
 	"sync"
 	"time"
 )
@@ -149,6 +152,53 @@ type Final struct {
 	Leases []ObjInfo
 	// Unreachable members at the time (I2 only judges members that answered).
 	Unreachable []string
+}
+
+// opRecordJSON is an OpRecord with its op in the history's JSON form.
+type opRecordJSON struct {
+	Index                 int
+	Op                    json.RawMessage
+	Start, End            Stamp
+	Err                   string `json:",omitempty"`
+	Pipelines             []PipelineRef
+	HubsBefore, HubsAfter [2]bool
+}
+
+// MarshalJSON writes the op as histories do.
+func (o OpRecord) MarshalJSON() ([]byte, error) {
+	op, err := marshalOp(o.Op)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(opRecordJSON{o.Index, op, o.Start, o.End, o.Err, o.Pipelines, o.HubsBefore, o.HubsAfter})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (o *OpRecord) UnmarshalJSON(raw []byte) error {
+	var in opRecordJSON
+	if err := json.Unmarshal(raw, &in); err != nil {
+		return err
+	}
+	var h History
+	if err := json.Unmarshal([]byte(`{"ops":[`+string(in.Op)+`]}`), &h); err != nil {
+		return err
+	}
+	*o = OpRecord{Index: in.Index, Op: h.Ops[0], Start: in.Start, End: in.End, Err: in.Err, Pipelines: in.Pipelines,
+		HubsBefore: in.HubsBefore, HubsAfter: in.HubsAfter}
+	return nil
+}
+
+// LoadRecording reads a recording Save wrote, for Check to judge again.
+func LoadRecording(path string) (*Recording, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	rec := &Recording{}
+	if err := json.Unmarshal(raw, rec); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return rec, nil
 }
 
 // recorder collects samples and events from many goroutines.

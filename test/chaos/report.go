@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -56,14 +57,21 @@ func refsString(rs []PipelineRef) string {
 	return " {" + strings.Join(parts, ", ") + "}"
 }
 
-// Save writes the history (replayable) and the report of a run to dir and returns the history's
-// path.
+// Save writes the history (replayable), the whole recording (to check again:
+// -chaos.recheck) and the report of a run to dir, and returns the history's path.
 func Save(dir string, rec *Recording, res Result) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
 	base := filepath.Join(dir, fmt.Sprintf("%s-%s", rec.History.Name, time.Now().UTC().Format("20060102T150405")))
 	if err := rec.History.Save(base + ".json"); err != nil {
+		return "", err
+	}
+	raw, err := json.Marshal(rec)
+	if err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(base+".recording.json", raw, 0o644); err != nil {
 		return "", err
 	}
 	report := Report(rec, res) + "\n" + rec.History.String()
