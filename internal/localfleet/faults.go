@@ -8,13 +8,13 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
 
-// More fault controls, for the chaos suite (test/chaos): a member whose kubelet stalls, a member
-// API server brought back without waiting for its components to settle, components restarted
-// on demand.
+// More fault controls, for the chaos suite (test/chaos): a member whose kubelet stalls, and a
+// supervisor that stops and starts a member's API server as often as a history wants.
 
 // PauseKubelet freezes the named cluster's kwok controller (SIGSTOP), which plays every node's
 // kubelet: pods are neither started nor finish terminating (a deleted pod stays Terminating)
@@ -48,95 +48,76 @@ func signalComponent(o Options, cluster, name string, sig syscall.Signal) error 
 	return nil
 }
 
-// StartAPIServerAsync starts the named cluster's kube-apiserver again and returns as soon as it
-// answers; for settle afterwards it restarts, in the background, any component that exits (as
-// StartAPIServer does in the foreground). The chaos suite uses it so that a member coming back
-// does not stop the history for the components to settle.
-func StartAPIServerAsync(ctx context.Context, o Options, name string, settle time.Duration) error {
-	c, err := o.component(name, "kube-apiserver")
-	if err != nil {
-		return err
-	}
-	if !c.running() {
-		if err := c.start(); err != nil {
-			return fmt.Errorf("starting kube-apiserver of %q: %w", name, err)
-		}
-	}
-	cl := Cluster{Name: name, KubeconfigPath: o.kubeconfigPath(name)}
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		err := reachable(ctx, cl)
-		if err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("kube-apiserver of %q not answering 60s after restart: %w", name, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	go func() {
-		until := time.Now().Add(settle)
-		for time.Now().Before(until) && ctx.Err() == nil {
-			_ = EnsureComponents(o, name)
-			time.Sleep(500 * time.Millisecond)
-		}
-	}()
-	return nil
+// supervised are the components a Supervisor keeps: the ones that exit when the API server is
+// gone (the controller manager and the scheduler lose their leader lease) and the API server.
+var supervised = []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok-controller"}
+
+// Supervisor plays the kubelet of one local cluster's control plane for as long as a test stops
+// and starts its API server: it starts again any component that exits, and while the API server
+// is stopped on purpose it keeps the port of every stopped component bound (connections are
+// closed at once), so that no other process on the machine (another local cluster being
+// created) takes it meanwhile.
+type Supervisor struct {
+	o    Options
+	name string
+
+	mu   sync.Mutex
+	down bool
+	held map[string]net.Listener
+	done chan struct{}
+	wg   sync.WaitGroup
 }
 
-// EnsureComponents starts again whichever of the named cluster's controller manager, scheduler
-// and kwok controller has exited (they exit when they lose their leader lease during an API
-// server outage), as the kubelet of a real control plane would.
-func EnsureComponents(o Options, name string) error {
-	var errs []error
-	for _, other := range []string{"kube-controller-manager", "kube-scheduler", "kwok-controller"} {
-		oc, err := o.component(name, other)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		if !oc.running() {
-			if err := oc.start(); err != nil {
-				errs = append(errs, fmt.Errorf("restarting %s of %q: %w", other, name, err))
+// Supervise starts supervising the named cluster; Close stops it.
+func Supervise(o Options, name string) *Supervisor {
+	s := &Supervisor{o: o, name: name, held: map[string]net.Listener{}, done: make(chan struct{})}
+	s.wg.Go(func() {
+		t := time.NewTicker(200 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-s.done:
+				return
+			case <-t.C:
+				s.tick()
 			}
 		}
-	}
-	return errors.Join(errs...)
+	})
+	return s
 }
 
-// APIServerRunning tells whether the named cluster's kube-apiserver process is alive.
-func APIServerRunning(o Options, name string) bool {
-	c, err := o.component(name, "kube-apiserver")
-	return err == nil && c.running()
-}
-
-// PortHold keeps a stopped API server's port bound, so that no other process on the machine
-// (another local cluster being created, say) takes it while the API server is down: clients
-// connecting meanwhile are closed at once, as a dead server's would be refused.
-type PortHold struct {
-	l net.Listener
-}
-
-// HoldAPIServerPort binds the named cluster's kube-apiserver port. Call it after StopAPIServer,
-// and Release before starting the API server again.
-func HoldAPIServerPort(o Options, name string) (*PortHold, error) {
-	c, err := o.component(name, "kube-apiserver")
-	if err != nil {
-		return nil, err
-	}
-	port := ""
-	for _, a := range c.Args {
-		if v, ok := strings.CutPrefix(a, "--secure-port="); ok {
-			port = v
+// tick holds the ports of dead components while down, and starts them again while up.
+func (s *Supervisor) tick() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, name := range supervised {
+		c, err := s.o.component(s.name, name)
+		if err != nil || c.running() {
+			continue
 		}
+		if s.down {
+			s.hold(c)
+			continue
+		}
+		s.release(name)
+		_ = c.start()
 	}
+}
+
+// hold binds the component's port if it is not held yet (callers hold s.mu).
+func (s *Supervisor) hold(c component) {
+	if s.held[c.Name] != nil {
+		return
+	}
+	port := c.port()
 	if port == "" {
-		return nil, fmt.Errorf("kube-apiserver of %q: no --secure-port", name)
+		return
 	}
 	l, err := net.Listen("tcp", ":"+port)
 	if err != nil {
-		return nil, fmt.Errorf("holding port %s of %q: %w", port, name, err)
+		return
 	}
+	s.held[c.Name] = l
 	go func() {
 		for {
 			conn, err := l.Accept()
@@ -146,15 +127,90 @@ func HoldAPIServerPort(o Options, name string) (*PortHold, error) {
 			_ = conn.Close()
 		}
 	}()
-	return &PortHold{l: l}, nil
 }
 
-// Release unbinds the port. Releasing a nil or released hold does nothing.
-func (h *PortHold) Release() error {
-	if h == nil || h.l == nil {
-		return nil
+// release unbinds the component's port (callers hold s.mu).
+func (s *Supervisor) release(name string) {
+	if l := s.held[name]; l != nil {
+		_ = l.Close()
+		delete(s.held, name)
 	}
-	err := h.l.Close()
-	h.l = nil
-	return err
+}
+
+// port is the component's serving port, from its flags.
+func (c component) port() string {
+	for _, a := range c.Args {
+		if v, ok := strings.CutPrefix(a, "--secure-port="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// StopAPIServer kills the API server (StopAPIServer) and keeps the cluster down until
+// StartAPIServer: its port, and those of the components that exit meanwhile, stay bound.
+func (s *Supervisor) StopAPIServer(ctx context.Context) error {
+	s.mu.Lock()
+	s.down = true
+	s.mu.Unlock()
+	if err := StopAPIServer(ctx, s.o, s.name); err != nil {
+		return err
+	}
+	c, err := s.o.component(s.name, "kube-apiserver")
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.hold(c)
+	return nil
+}
+
+// StartAPIServer starts the API server again and returns once it answers; the supervisor starts
+// the other components again as they need it.
+func (s *Supervisor) StartAPIServer(ctx context.Context) error {
+	c, err := s.o.component(s.name, "kube-apiserver")
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.down = false
+	s.release(c.Name)
+	if !c.running() {
+		if err := c.start(); err != nil {
+			s.mu.Unlock()
+			return fmt.Errorf("starting kube-apiserver of %q: %w", s.name, err)
+		}
+	}
+	s.mu.Unlock()
+	cl := Cluster{Name: s.name, KubeconfigPath: s.o.kubeconfigPath(s.name)}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		err := reachable(ctx, cl)
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("kube-apiserver of %q not answering 60s after restart: %w", s.name, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// Down tells whether the API server is stopped on purpose.
+func (s *Supervisor) Down() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.down
+}
+
+// Close stops supervising and releases every held port.
+func (s *Supervisor) Close() {
+	close(s.done)
+	s.wg.Wait()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for name := range s.held {
+		s.release(name)
+	}
 }

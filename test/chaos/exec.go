@@ -27,8 +27,8 @@ import (
 // env is the running chaos fleet.
 type env struct {
 	opts localfleet.Options
-	// held are the ports of stopped member API servers, kept bound until they start again.
-	held    map[string]*localfleet.PortHold
+	// sup keep each member's control plane running, or its ports bound while it is stopped.
+	sup     map[string]*localfleet.Supervisor
 	hub     client.Client
 	members map[string]client.Client
 	dyn     map[string]dynamic.Interface
@@ -361,13 +361,10 @@ func (x *executor) heal(ctx context.Context) error {
 		if err := localfleet.ResumeKubelet(e.opts, m); err != nil {
 			errs = append(errs, err)
 		}
-		if !localfleet.APIServerRunning(e.opts, m) {
+		if e.sup[m].Down() {
 			if err := e.startMember(ctx, m); err != nil {
 				errs = append(errs, err)
 			}
-		}
-		if err := localfleet.EnsureComponents(e.opts, m); err != nil {
-			errs = append(errs, err)
 		}
 	}
 	if err := x.release(ctx, "", 40); err != nil {
@@ -381,29 +378,14 @@ func (x *executor) heal(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// stopMember kills the member's API server and keeps its port bound while it is down.
+// stopMember kills the member's API server; its supervisor keeps its ports while it is down.
 func (e *env) stopMember(ctx context.Context, m string) error {
-	if err := localfleet.StopAPIServer(ctx, e.opts, m); err != nil {
-		return err
-	}
-	if e.held[m] != nil {
-		return nil
-	}
-	h, err := localfleet.HoldAPIServerPort(e.opts, m)
-	if err != nil {
-		return err
-	}
-	e.held[m] = h
-	return nil
+	return e.sup[m].StopAPIServer(ctx)
 }
 
-// startMember frees the member's port and starts its API server; it returns once it answers.
+// startMember starts the member's API server again; it returns once it answers.
 func (e *env) startMember(ctx context.Context, m string) error {
-	if h := e.held[m]; h != nil {
-		_ = h.Release()
-		delete(e.held, m)
-	}
-	return localfleet.StartAPIServerAsync(context.WithoutCancel(ctx), e.opts, m, 20*time.Second)
+	return e.sup[m].StartAPIServer(ctx)
 }
 
 // memberObject finds the object of kind (a memberObjectKinds key without the plural) of pipeline

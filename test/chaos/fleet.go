@@ -109,9 +109,10 @@ func (f *Fleet) wire(ctx context.Context, c FleetConfig) error {
 	if err := localfleet.ApplyFiles(ctx, hub, crds...); err != nil {
 		return err
 	}
-	e := &env{opts: f.fo.Options, hub: hub, held: map[string]*localfleet.PortHold{}, members: map[string]client.Client{}, dyn: map[string]dynamic.Interface{},
+	e := &env{opts: f.fo.Options, hub: hub, sup: map[string]*localfleet.Supervisor{}, members: map[string]client.Client{}, dyn: map[string]dynamic.Interface{},
 		bounds: Bounds{TombstoneGrace: tombstoneGrace, MemberTimeout: memberTimeout, DeleteSlack: deleteSlack}, logf: c.Logf}
 	e.hubs = &hubs{lf: f.lf, hub: hub}
+	f.env = e
 	for _, cl := range append([]localfleet.Cluster{f.lf.Hub}, f.lf.Members...) {
 		if e.dyn[cl.Name], err = dynamicFor(cl.KubeconfigPath); err != nil {
 			return err
@@ -120,6 +121,7 @@ func (f *Fleet) wire(ctx context.Context, c FleetConfig) error {
 			if e.members[cl.Name], err = f.lf.Client(cl.Name); err != nil {
 				return err
 			}
+			e.sup[cl.Name] = localfleet.Supervise(e.opts, cl.Name)
 		}
 	}
 	// The hub localfleet started is replaced by the chaos suite's replica hub-0.
@@ -132,12 +134,16 @@ func (f *Fleet) wire(ctx context.Context, c FleetConfig) error {
 	if err := bypassWebhook(ctx, hub); err != nil {
 		return err
 	}
-	f.env = e
 	return f.reset(ctx)
 }
 
-// Stop tears the fleet down.
+// Stop tears the fleet down (supervisors first: they would start again what teardown stops).
 func (f *Fleet) Stop(ctx context.Context) error {
+	if f.env != nil {
+		for _, s := range f.env.sup {
+			s.Close()
+		}
+	}
 	return localfleet.Teardown(ctx, f.fo)
 }
 
@@ -155,13 +161,10 @@ func (f *Fleet) reset(ctx context.Context) error {
 		if err := localfleet.ResumeKubelet(e.opts, m); err != nil {
 			errs = append(errs, err)
 		}
-		if !localfleet.APIServerRunning(e.opts, m) {
+		if e.sup[m].Down() {
 			if err := e.startMember(ctx, m); err != nil {
 				errs = append(errs, err)
 			}
-		}
-		if err := localfleet.EnsureComponents(e.opts, m); err != nil {
-			errs = append(errs, err)
 		}
 	}
 	if err := e.hubs.kill(ctx, 1); err != nil {

@@ -189,7 +189,11 @@ func (Heal) Kind() string          { return "heal" }
 func (DeleteAll) Kind() string     { return "delete-all" }
 
 func (o Create) String() string {
-	return fmt.Sprintf("create %s identity=%s placement=%s%s", o.Name, o.Identity, set(o.Placement), bypass(o.Bypass))
+	s := fmt.Sprintf("create %s identity=%s placement=%s%s", o.Name, o.Identity, set(o.Placement), bypass(o.Bypass))
+	if o.RetryMillis > 0 {
+		s += fmt.Sprintf(" (retrying %dms while the old one is deleted)", o.RetryMillis)
+	}
+	return s
 }
 
 func (o CreateRace) String() string {
