@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -54,23 +53,23 @@ var supervised = []string{"kube-apiserver", "kube-controller-manager", "kube-sch
 
 // Supervisor plays the kubelet of one local cluster's control plane for as long as a test stops
 // and starts its API server: it starts again any component that exits, and while the API server
-// is stopped on purpose it keeps the port of every stopped component bound (connections are
-// closed at once), so that no other process on the machine (another local cluster being
-// created) takes it meanwhile.
+// is stopped on purpose it keeps the port of every stopped component reserved (bound, not
+// listening: a client is refused, as by a dead server), so that no other process on the machine
+// (another local cluster being created) takes it meanwhile.
 type Supervisor struct {
 	o    Options
 	name string
 
 	mu   sync.Mutex
 	down bool
-	held map[string]net.Listener
+	held map[string]*reservedPort
 	done chan struct{}
 	wg   sync.WaitGroup
 }
 
 // Supervise starts supervising the named cluster; Close stops it.
 func Supervise(o Options, name string) *Supervisor {
-	s := &Supervisor{o: o, name: name, held: map[string]net.Listener{}, done: make(chan struct{})}
+	s := &Supervisor{o: o, name: name, held: map[string]*reservedPort{}, done: make(chan struct{})}
 	s.wg.Go(func() {
 		t := time.NewTicker(200 * time.Millisecond)
 		defer t.Stop()
@@ -104,38 +103,63 @@ func (s *Supervisor) tick() {
 	}
 }
 
-// hold binds the component's port if it is not held yet (callers hold s.mu).
+// hold reserves the component's port if it is not held yet (callers hold s.mu).
 func (s *Supervisor) hold(c component) {
 	if s.held[c.Name] != nil {
 		return
 	}
-	port := c.port()
-	if port == "" {
-		return
-	}
-	l, err := net.Listen("tcp", ":"+port)
+	port, err := strconv.Atoi(c.port())
 	if err != nil {
 		return
 	}
-	s.held[c.Name] = l
-	go func() {
-		for {
-			conn, err := l.Accept()
-			if err != nil {
-				return
-			}
-			_ = conn.Close()
-		}
-	}()
+	if r, err := reservePort(port); err == nil {
+		s.held[c.Name] = r
+	}
 }
 
-// release unbinds the component's port (callers hold s.mu).
+// release frees the component's port (callers hold s.mu).
 func (s *Supervisor) release(name string) {
-	if l := s.held[name]; l != nil {
-		_ = l.Close()
+	if r := s.held[name]; r != nil {
+		r.close()
 		delete(s.held, name)
 	}
 }
+
+// reservedPort is a TCP port bound and never listened on: no other process can bind it (the
+// socket does not allow address reuse), and a client connecting is refused.
+type reservedPort struct{ fd int }
+
+// reservePort binds port on every address, IPv4 and IPv6 (IPv4 only where the machine has no
+// IPv6).
+func reservePort(port int) (*reservedPort, error) {
+	fd, err := syscall.Socket(syscall.AF_INET6, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return reservePort4(port)
+	}
+	if err := syscall.SetsockoptInt(fd, syscall.IPPROTO_IPV6, syscall.IPV6_V6ONLY, 0); err != nil {
+		_ = syscall.Close(fd)
+		return nil, err
+	}
+	if err := syscall.Bind(fd, &syscall.SockaddrInet6{Port: port}); err != nil {
+		_ = syscall.Close(fd)
+		return nil, fmt.Errorf("reserving port %d: %w", port, err)
+	}
+	return &reservedPort{fd: fd}, nil
+}
+
+func reservePort4(port int) (*reservedPort, error) {
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Port: port}); err != nil {
+		_ = syscall.Close(fd)
+		return nil, fmt.Errorf("reserving port %d: %w", port, err)
+	}
+	return &reservedPort{fd: fd}, nil
+}
+
+func (r *reservedPort) close() { _ = syscall.Close(r.fd) }
 
 // port is the component's serving port, from its flags.
 func (c component) port() string {
