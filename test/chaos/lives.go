@@ -91,22 +91,7 @@ func podLives(rec *Recording, clocks map[string]*clock, owners map[string][]labe
 			get(s.Cluster, uid).present(s.RV)
 		}
 	}
-	// Absences refine both ends: a pod missing from a list was not created yet, or was deleted.
-	for _, s := range rec.Samples {
-		if s.Kind != kindPods || s.Cluster == hubCluster {
-			continue
-		}
-		for _, p := range byKey {
-			if p.Cluster != s.Cluster || slices.Contains(s.Present, p.UID) || p.cHi == maxRV {
-				continue
-			}
-			if s.RV < p.cHi {
-				p.cLo = max(p.cLo, s.RV+1)
-			} else {
-				p.dHi = min(p.dHi, s.RV)
-			}
-		}
-	}
+	refineByAbsence(rec.Samples, byKey)
 	out := make([]*podLife, 0, len(byKey))
 	for _, p := range byKey {
 		c := clocks[p.Cluster]
@@ -121,6 +106,26 @@ func podLives(rec *Recording, clocks map[string]*clock, owners map[string][]labe
 		return out[i].Cluster+out[i].UID < out[j].Cluster+out[j].UID
 	})
 	return out
+}
+
+// refineByAbsence narrows both ends of every life: a pod missing from a list was not created yet
+// (the list is older than a revision it was seen at), or was deleted.
+func refineByAbsence(samples []Sample, byKey map[string]*podLife) {
+	for _, s := range samples {
+		if s.Kind != kindPods || s.Cluster == hubCluster {
+			continue
+		}
+		for _, p := range byKey {
+			if p.Cluster != s.Cluster || slices.Contains(s.Present, p.UID) || p.cHi == maxRV {
+				continue
+			}
+			if s.RV < p.cHi {
+				p.cLo = max(p.cLo, s.RV+1)
+			} else {
+				p.dHi = min(p.dHi, s.RV)
+			}
+		}
+	}
 }
 
 // present records that the pod existed at revision rv.
