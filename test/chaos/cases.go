@@ -1,0 +1,190 @@
+package chaos
+
+// Named cases: one fixed history for each way issue #13 found to break "one reader per source"
+// or to orphan a coordinator. Each drives the fleet into its window (Await, paused kubelets,
+// members down, a writer that makes the hub's status patch conflict) and ends like every history
+// (Heal, DeleteAll), so the checker judges the whole of it. Await only paces: a hub that rightly
+// refuses to start a coordinator makes the Await time out, and the history goes on.
+
+var (
+	memberA = Members[0]
+	memberB = Members[1]
+	memberC = Members[2]
+)
+
+// Cases are the named histories, in the order of the issue.
+func Cases() []History {
+	return []History{
+		caseMoveBackToDraining(),
+		caseRenameWhileUnreachable(),
+		caseRacingCreates(),
+		caseTombstoneInventoryWindow(),
+		caseStaleConfirmGone(),
+		caseTombstoneReplayWhileTerminated(),
+		caseTerminatingPodBlocksMove(),
+		caseTerminatingPodBlocksRename(),
+	}
+}
+
+func closing(ops ...Op) []Op {
+	return append(ops, Heal{}, Wait{Millis: 2000}, DeleteAll{})
+}
+
+func running(name, member string, millis int) Await {
+	return Await{Cond: CondRunning, Name: name, Member: member, Millis: millis}
+}
+
+// 1. Move back to a member that is still draining: A keeps one object (a foreign finalizer, as
+// KEDA's on a ScaledObject) so it stays in the inventory after the move to B; the revert to A
+// must wait for B's coordinator, which is slow to stop (its kubelet is paused).
+func caseMoveBackToDraining() History {
+	return History{Name: "case-1-move-back-to-draining-member", Ops: closing(
+		Create{Name: "p0", Identity: "s0", Placement: []string{memberA}},
+		running("p0", memberA, 60000),
+		Hold{Member: memberA, Name: "p0", Object: "configmap"},
+		Place{Name: "p0", Placement: []string{memberB}},
+		running("p0", memberB, 60000),
+		Wait{Millis: 1000},
+		PauseKubelet{Member: memberB},
+		Place{Name: "p0", Placement: []string{memberA}},
+		running("p0", memberA, 15000),
+		Wait{Millis: 3000},
+		ResumeKubelet{Member: memberB},
+		Release{Member: memberA},
+		Await{Cond: CondNoPods, Name: "p0", Member: memberB, Millis: 60000},
+	)}
+}
+
+// 2. Rename with the same source while the old member does not answer: p0 is deleted while A is
+// down (its tombstone lets the CR go after the grace), p1 takes p0's serverId on B. p1 must not
+// start while p0's coordinator may still run in A.
+func caseRenameWhileUnreachable() History {
+	return History{Name: "case-2-rename-while-old-member-unreachable", Ops: closing(
+		Create{Name: "p0", Identity: "s0", Placement: []string{memberA}},
+		running("p0", memberA, 60000),
+		StopMember{Member: memberA},
+		Delete{Name: "p0"},
+		Await{Cond: CondGone, Name: "p0", Millis: 60000},
+		Create{Name: "p1", Identity: "s0", Placement: []string{memberB}},
+		running("p1", memberB, 20000),
+		Wait{Millis: 2000},
+		StartMember{Member: memberA},
+		Await{Cond: CondNoPods, Name: "p0", Member: memberA, Millis: 60000},
+	)}
+}
+
+// 3. Two creates with one identity racing: through the webhook (list, then admit: both may
+// pass), and with the webhook bypassed (both pass: only the reconciler can refuse one).
+func caseRacingCreates() History {
+	return History{Name: "case-3-racing-duplicate-creates", Ops: closing(
+		CreateRace{Names: []string{"p0", "p1"}, Identity: "s0", Placements: [][]string{{memberA}, {memberB}}},
+		Wait{Millis: 3000},
+		CreateRace{Names: []string{"p2", "p3"}, Identity: "s1", Placements: [][]string{{memberA}, {memberC}}, Bypass: true},
+		running("p2", memberA, 20000),
+		running("p3", memberC, 20000),
+		Wait{Millis: 3000},
+	)}
+}
+
+// 4. The tombstone/inventory window: B (down, confirmed gone) holds p0's tombstone; p0 is placed
+// on B again while another writer keeps changing p0 (the hub deletes the tombstone, then its
+// locked inventory patch conflicts) and the leader is killed the moment the tombstone goes;
+// then B is dropped again before the hub records it. B's coordinator must not end up in neither
+// the inventory nor a tombstone.
+func caseTombstoneInventoryWindow() History {
+	return History{Name: "case-4-tombstone-inventory-crash-window", Ops: closing(
+		StartHub{Hub: 1},
+		Create{Name: "p0", Identity: "s0", Placement: []string{memberA, memberB}},
+		running("p0", memberA, 60000),
+		running("p0", memberB, 60000),
+		StopMember{Member: memberB},
+		Place{Name: "p0", Placement: []string{memberA}, ConfirmGone: []string{memberB}},
+		Await{Cond: CondTombstone, Name: "p0", Member: memberB, Millis: 30000},
+		Hammer{Name: "p0", Millis: 8000},
+		Place{Name: "p0", Placement: []string{memberA, memberB}},
+		KillHubWhen{Cond: CondNoTombstone, Name: "p0", Member: memberB, Millis: 10000},
+		Place{Name: "p0", Placement: []string{memberA}},
+		Wait{Millis: 8000},
+		StartHub{Hub: 0},
+		StartMember{Member: memberB},
+		Wait{Millis: 5000},
+	)}
+}
+
+// 5. A stale confirm-cluster-gone annotation: A was confirmed gone for one move and came back;
+// months later (here: a few seconds) p0 moves away from A again while A is down, with nobody
+// confirming anything. The old annotation must not approve that move.
+func caseStaleConfirmGone() History {
+	return History{Name: "case-5-stale-confirm-cluster-gone", Ops: closing(
+		Create{Name: "p0", Identity: "s0", Placement: []string{memberA}},
+		running("p0", memberA, 60000),
+		StopMember{Member: memberA},
+		Place{Name: "p0", Placement: []string{memberB}, ConfirmGone: []string{memberA}},
+		running("p0", memberB, 30000),
+		StartMember{Member: memberA},
+		Await{Cond: CondNoPods, Name: "p0", Member: memberA, Millis: 60000},
+		Place{Name: "p0", Placement: []string{memberA}},
+		running("p0", memberA, 60000),
+		StopMember{Member: memberA},
+		Place{Name: "p0", Placement: []string{memberB}},
+		running("p0", memberB, 20000),
+		Wait{Millis: 2000},
+		StartMember{Member: memberA},
+		Await{Cond: CondNoPods, Name: "p0", Member: memberA, Millis: 60000},
+	)}
+}
+
+// 6. The tombstone replay and the terminal state: B holds p0's tombstone (removed while down,
+// confirmed gone); p0 is terminated; B comes back. The replay must not write to B for p0 while
+// p0 is terminated; once cleared, the replay (or the pipeline) finishes the job.
+func caseTombstoneReplayWhileTerminated() History {
+	return History{Name: "case-6-tombstone-replay-vs-terminated", Ops: closing(
+		Create{Name: "p0", Identity: "s0", Placement: []string{memberA, memberB}},
+		running("p0", memberA, 60000),
+		running("p0", memberB, 60000),
+		StopMember{Member: memberB},
+		Place{Name: "p0", Placement: []string{memberA}, ConfirmGone: []string{memberB}},
+		Await{Cond: CondTombstone, Name: "p0", Member: memberB, Millis: 30000},
+		Terminate{Name: "p0"},
+		Wait{Millis: 2000},
+		StartMember{Member: memberB},
+		Await{Cond: CondNoTombstone, Name: "p0", Member: memberB, Millis: 45000},
+		Wait{Millis: 2000},
+		Clear{Name: "p0"},
+		Place{Name: "p0", Placement: []string{memberA, memberB}},
+		running("p0", memberB, 60000),
+	)}
+}
+
+// 7a. A terminating coordinator pod is a reader: A's kubelet is paused, so after the move to B
+// A's pod stays Terminating; B must not start until it is gone.
+func caseTerminatingPodBlocksMove() History {
+	return History{Name: "case-7a-terminating-pod-blocks-move", Ops: closing(
+		Create{Name: "p0", Identity: "s0", Placement: []string{memberA}},
+		running("p0", memberA, 60000),
+		PauseKubelet{Member: memberA},
+		Place{Name: "p0", Placement: []string{memberB}},
+		running("p0", memberB, 15000),
+		Wait{Millis: 2000},
+		ResumeKubelet{Member: memberA},
+		running("p0", memberB, 60000),
+	)}
+}
+
+// 7b. The same with a rename: p0 is deleted while its pod in A cannot finish terminating (after
+// the grace its tombstone lets the CR go); p1 takes p0's serverId on B and must not start while
+// that pod exists.
+func caseTerminatingPodBlocksRename() History {
+	return History{Name: "case-7b-terminating-pod-blocks-rename", Ops: closing(
+		Create{Name: "p0", Identity: "s0", Placement: []string{memberA}},
+		running("p0", memberA, 60000),
+		PauseKubelet{Member: memberA},
+		Delete{Name: "p0"},
+		Await{Cond: CondGone, Name: "p0", Millis: 40000},
+		Create{Name: "p1", Identity: "s0", Placement: []string{memberB}},
+		running("p1", memberB, 15000),
+		Wait{Millis: 2000},
+		ResumeKubelet{Member: memberA},
+		Await{Cond: CondNoPods, Name: "p0", Member: memberA, Millis: 30000},
+	)}
+}

@@ -1,0 +1,467 @@
+package chaos
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Op is one operation of a history: plain data, printable, JSON-serialisable, replayable. Each
+// kind is its own type; the executor (exec.go) gives each its effect on the fleet.
+type Op interface {
+	// Kind is the op's name in JSON ("op": "<kind>").
+	Kind() string
+	// String is a one-line description for reports.
+	String() string
+}
+
+// Create creates pipeline Name with source Identity placed on Placement. Bypass creates it with
+// the label that the fleet's webhook configuration skips: admission is only the friendly front,
+// the reconciler must hold the rules on its own.
+type Create struct {
+	Name      string   `json:"name"`
+	Identity  string   `json:"identity"`
+	Placement []string `json:"placement"`
+	Bypass    bool     `json:"bypass,omitempty"`
+	// RetryMillis: while a pipeline of that name is still being deleted, try again for this
+	// long, as a person or a GitOps tool re-creating it would.
+	RetryMillis int `json:"retryMillis,omitempty"`
+}
+
+// CreateRace creates two pipelines with one identity at the same instant (two goroutines released
+// together), through the webhook or bypassing it.
+type CreateRace struct {
+	Names      []string   `json:"names"`
+	Identity   string     `json:"identity"`
+	Placements [][]string `json:"placements"`
+	Bypass     bool       `json:"bypass,omitempty"`
+}
+
+// Place sets spec.placement.clusters of Name. ConfirmGone, when set, is written to the
+// urutau.io/confirm-cluster-gone annotation in the same update (a person confirming members
+// gone for this move); otherwise the annotation is left as it is (a person forgetting it).
+type Place struct {
+	Name        string   `json:"name"`
+	Placement   []string `json:"placement"`
+	ConfirmGone []string `json:"confirmGone,omitempty"`
+}
+
+// Delete deletes pipeline Name (the CR; the hub's finalizer does the rest).
+type Delete struct {
+	Name string `json:"name"`
+}
+
+// Terminate sets status.terminated on Name through the status subresource, as a person would.
+type Terminate struct {
+	Name string `json:"name"`
+}
+
+// Clear removes status.terminated from Name through the status subresource.
+type Clear struct {
+	Name string `json:"name"`
+}
+
+// StopMember kills the member's kube-apiserver (the member stops answering; its pods go on).
+type StopMember struct {
+	Member string `json:"member"`
+}
+
+// StartMember starts the member's kube-apiserver again.
+type StartMember struct {
+	Member string `json:"member"`
+}
+
+// PauseKubelet freezes the member's kwok controller (SIGSTOP): pods neither start nor finish
+// terminating, as with a node whose kubelet is slow to kill a coordinator.
+type PauseKubelet struct {
+	Member string `json:"member"`
+}
+
+// ResumeKubelet lets the member's kwok controller go on (SIGCONT).
+type ResumeKubelet struct {
+	Member string `json:"member"`
+}
+
+// KillHub SIGKILLs hub process Hub (0 or 1). When it held the leader Lease, the Lease is removed
+// so that the next replica takes over at once instead of after the lease duration.
+type KillHub struct {
+	Hub int `json:"hub"`
+}
+
+// StartHub starts hub process Hub (with leader election, as every hub of the chaos fleet).
+type StartHub struct {
+	Hub int `json:"hub"`
+}
+
+// Failover starts the other hub process if it is not running, then kills the leader.
+type Failover struct{}
+
+// Hold adds a foreign finalizer to one object of pipeline Name in Member (Object is a kind:
+// configmap, service, serviceaccount, role, statefulset), so it lingers in deletion the way a
+// ScaledObject held by KEDA's finalizer does.
+type Hold struct {
+	Member string `json:"member"`
+	Name   string `json:"name"`
+	Object string `json:"object"`
+}
+
+// Release removes the foreign finalizer from every object of the history in Member (every
+// member when empty).
+type Release struct {
+	Member string `json:"member,omitempty"`
+}
+
+// Hammer updates an annotation of Name as fast as it can for Millis, in the background, so the
+// hub's writes to the pipeline meet conflicts (another writer, e.g. a GitOps tool).
+type Hammer struct {
+	Name   string `json:"name"`
+	Millis int    `json:"millis"`
+}
+
+// Wait pauses the history.
+type Wait struct {
+	Millis int `json:"millis"`
+}
+
+// Conditions Await and KillHubWhen wait for.
+const (
+	// CondRunning: a coordinator pod of Name is Running in Member.
+	CondRunning = "running"
+	// CondNoPods: no coordinator pod of Name in Member (Member empty: in any member).
+	CondNoPods = "no-pods"
+	// CondTombstone: a tombstone of Name for Member is on the hub.
+	CondTombstone = "tombstone"
+	// CondNoTombstone: no tombstone of Name for Member is on the hub.
+	CondNoTombstone = "no-tombstone"
+	// CondGone: the CDCPipeline Name is gone from the hub.
+	CondGone = "gone"
+)
+
+// Await waits until Cond holds for Name (and Member), or Millis pass; it never fails the
+// history, it only paces it (named cases use it to reach the window they test).
+type Await struct {
+	Cond   string `json:"cond"`
+	Name   string `json:"name,omitempty"`
+	Member string `json:"member,omitempty"`
+	Millis int    `json:"millis"`
+}
+
+// KillHubWhen watches for Cond (Name, Member) and SIGKILLs the leader hub the moment it holds,
+// waiting at most Millis.
+type KillHubWhen struct {
+	Cond   string `json:"cond"`
+	Name   string `json:"name,omitempty"`
+	Member string `json:"member,omitempty"`
+	Millis int    `json:"millis"`
+}
+
+// Heal brings the fleet back: every member API server up, every kubelet running, every foreign
+// finalizer released, hammers stopped, hub 0 running.
+type Heal struct{}
+
+// DeleteAll deletes every pipeline of the history.
+type DeleteAll struct{}
+
+func (Create) Kind() string        { return "create" }
+func (CreateRace) Kind() string    { return "create-race" }
+func (Place) Kind() string         { return "place" }
+func (Delete) Kind() string        { return "delete" }
+func (Terminate) Kind() string     { return "terminate" }
+func (Clear) Kind() string         { return "clear" }
+func (StopMember) Kind() string    { return "stop-member" }
+func (StartMember) Kind() string   { return "start-member" }
+func (PauseKubelet) Kind() string  { return "pause-kubelet" }
+func (ResumeKubelet) Kind() string { return "resume-kubelet" }
+func (KillHub) Kind() string       { return "kill-hub" }
+func (StartHub) Kind() string      { return "start-hub" }
+func (Failover) Kind() string      { return "failover" }
+func (Hold) Kind() string          { return "hold" }
+func (Release) Kind() string       { return "release" }
+func (Hammer) Kind() string        { return "hammer" }
+func (Wait) Kind() string          { return "wait" }
+func (Await) Kind() string         { return "await" }
+func (KillHubWhen) Kind() string   { return "kill-hub-when" }
+func (Heal) Kind() string          { return "heal" }
+func (DeleteAll) Kind() string     { return "delete-all" }
+
+func (o Create) String() string {
+	s := fmt.Sprintf("create %s identity=%s placement=%s%s", o.Name, o.Identity, set(o.Placement), bypass(o.Bypass))
+	if o.RetryMillis > 0 {
+		s += fmt.Sprintf(" (retrying %dms while the old one is deleted)", o.RetryMillis)
+	}
+	return s
+}
+
+func (o CreateRace) String() string {
+	var parts []string
+	for i, n := range o.Names {
+		var pl []string
+		if i < len(o.Placements) {
+			pl = o.Placements[i]
+		}
+		parts = append(parts, n+" on "+set(pl))
+	}
+	return fmt.Sprintf("create at once %s identity=%s%s", strings.Join(parts, " and "), o.Identity, bypass(o.Bypass))
+}
+
+func (o Place) String() string {
+	s := fmt.Sprintf("place %s on %s", o.Name, set(o.Placement))
+	if len(o.ConfirmGone) > 0 {
+		s += " confirming gone " + set(o.ConfirmGone)
+	}
+	return s
+}
+
+func (o Delete) String() string        { return "delete " + o.Name }
+func (o Terminate) String() string     { return "terminate " + o.Name }
+func (o Clear) String() string         { return "clear termination of " + o.Name }
+func (o StopMember) String() string    { return "stop API server of " + o.Member }
+func (o StartMember) String() string   { return "start API server of " + o.Member }
+func (o PauseKubelet) String() string  { return "pause kubelet of " + o.Member }
+func (o ResumeKubelet) String() string { return "resume kubelet of " + o.Member }
+func (o KillHub) String() string       { return fmt.Sprintf("SIGKILL hub-%d", o.Hub) }
+func (o StartHub) String() string      { return fmt.Sprintf("start hub-%d", o.Hub) }
+func (Failover) String() string        { return "leader failover" }
+
+func (o Hold) String() string {
+	return fmt.Sprintf("foreign finalizer on the %s of %s in %s", o.Object, o.Name, o.Member)
+}
+
+func (o Release) String() string {
+	if o.Member == "" {
+		return "release foreign finalizers everywhere"
+	}
+	return "release foreign finalizers in " + o.Member
+}
+
+func (o Hammer) String() string {
+	return fmt.Sprintf("hammer %s with updates for %dms", o.Name, o.Millis)
+}
+func (o Wait) String() string { return fmt.Sprintf("wait %dms", o.Millis) }
+
+func (o Await) String() string {
+	return fmt.Sprintf("await %s %s %s (at most %dms)", o.Cond, o.Name, o.Member, o.Millis)
+}
+
+func (o KillHubWhen) String() string {
+	return fmt.Sprintf("SIGKILL the leader hub when %s %s %s (at most %dms)", o.Cond, o.Name, o.Member, o.Millis)
+}
+
+func (Heal) String() string {
+	return "heal: members up, kubelets running, finalizers released, hub-0 up"
+}
+func (DeleteAll) String() string { return "delete every pipeline" }
+
+func set(s []string) string { return "[" + strings.Join(s, ",") + "]" }
+
+func bypass(b bool) string {
+	if b {
+		return " (webhook bypassed)"
+	}
+	return ""
+}
+
+// newOp returns an empty op of kind, for decoding.
+func newOp(kind string) (Op, error) {
+	for _, o := range []Op{
+		&Create{}, &CreateRace{}, &Place{}, &Delete{}, &Terminate{}, &Clear{}, &StopMember{}, &StartMember{},
+		&PauseKubelet{}, &ResumeKubelet{}, &KillHub{}, &StartHub{}, &Failover{}, &Hold{}, &Release{},
+		&Hammer{}, &Wait{}, &Await{}, &KillHubWhen{}, &Heal{}, &DeleteAll{},
+	} {
+		if o.Kind() == kind {
+			return o, nil
+		}
+	}
+	return nil, fmt.Errorf("unknown op %q", kind)
+}
+
+// History is a replayable list of operations.
+type History struct {
+	// Name is "seed-<n>" for generated histories, the case's name for named ones.
+	Name string `json:"name"`
+	// Seed generated the history (0 for named cases).
+	Seed uint64 `json:"seed,omitempty"`
+	Ops  []Op   `json:"-"`
+}
+
+type historyJSON struct {
+	Name string            `json:"name"`
+	Seed uint64            `json:"seed,omitempty"`
+	Ops  []json.RawMessage `json:"ops"`
+}
+
+// MarshalJSON writes each op as an object with its kind under "op".
+func (h History) MarshalJSON() ([]byte, error) {
+	out := historyJSON{Name: h.Name, Seed: h.Seed, Ops: []json.RawMessage{}}
+	for _, o := range h.Ops {
+		raw, err := marshalOp(o)
+		if err != nil {
+			return nil, err
+		}
+		out.Ops = append(out.Ops, raw)
+	}
+	return json.Marshal(out)
+}
+
+func marshalOp(o Op) ([]byte, error) {
+	body, err := json.Marshal(o)
+	if err != nil {
+		return nil, err
+	}
+	kind, _ := json.Marshal(o.Kind())
+	if bytes.Equal(body, []byte("{}")) {
+		return []byte(`{"op":` + string(kind) + `}`), nil
+	}
+	return append([]byte(`{"op":`+string(kind)+`,`), body[1:]...), nil
+}
+
+// UnmarshalJSON reads what MarshalJSON writes; an unknown op or field is an error naming it.
+func (h *History) UnmarshalJSON(raw []byte) error {
+	var in historyJSON
+	if err := json.Unmarshal(raw, &in); err != nil {
+		return err
+	}
+	h.Name, h.Seed, h.Ops = in.Name, in.Seed, nil
+	for i, r := range in.Ops {
+		var head struct {
+			Op string `json:"op"`
+		}
+		if err := json.Unmarshal(r, &head); err != nil {
+			return fmt.Errorf("ops[%d]: %w", i, err)
+		}
+		o, err := newOp(head.Op)
+		if err != nil {
+			return fmt.Errorf("ops[%d]: %w", i, err)
+		}
+		body := stripOpKey(r)
+		dec := json.NewDecoder(bytes.NewReader(body))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(o); err != nil {
+			return fmt.Errorf("ops[%d] (%s): %w", i, head.Op, err)
+		}
+		h.Ops = append(h.Ops, deref(o))
+	}
+	return nil
+}
+
+// stripOpKey removes the "op" key so that the rest decodes strictly into the op's type.
+func stripOpKey(raw []byte) []byte {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil {
+		return raw
+	}
+	delete(m, "op")
+	out, err := json.Marshal(m)
+	if err != nil {
+		return raw
+	}
+	return out
+}
+
+// deref turns the decoding pointer back into the op value the executor switches on.
+func deref(o Op) Op {
+	switch v := o.(type) {
+	case *Create:
+		return *v
+	case *CreateRace:
+		return *v
+	case *Place:
+		return *v
+	case *Delete:
+		return *v
+	case *Terminate:
+		return *v
+	case *Clear:
+		return *v
+	case *StopMember:
+		return *v
+	case *StartMember:
+		return *v
+	case *PauseKubelet:
+		return *v
+	case *ResumeKubelet:
+		return *v
+	case *KillHub:
+		return *v
+	case *StartHub:
+		return *v
+	case *Failover:
+		return *v
+	case *Hold:
+		return *v
+	case *Release:
+		return *v
+	case *Hammer:
+		return *v
+	case *Wait:
+		return *v
+	case *Await:
+		return *v
+	case *KillHubWhen:
+		return *v
+	case *Heal:
+		return *v
+	case *DeleteAll:
+		return *v
+	}
+	return o
+}
+
+// String prints the history one op a line, numbered as the recording numbers them.
+func (h History) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "history %s (%d ops)\n", h.Name, len(h.Ops))
+	for i, o := range h.Ops {
+		fmt.Fprintf(&b, "  #%02d %s\n", i, o)
+	}
+	return b.String()
+}
+
+// Save writes the history as indented JSON to path.
+func (h History) Save(path string) error {
+	raw, err := json.MarshalIndent(h, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(raw, '\n'), 0o644)
+}
+
+// LoadHistory reads a history Save wrote.
+func LoadHistory(path string) (History, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return History{}, err
+	}
+	var h History
+	if err := json.Unmarshal(raw, &h); err != nil {
+		return History{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return h, nil
+}
+
+// Faults counts the fault-injection ops of the history (member, kubelet, hub and finalizer
+// faults, conflicting writers), for the run table.
+func (h History) Faults() int {
+	n := 0
+	for _, o := range h.Ops {
+		switch o.(type) {
+		case StopMember, PauseKubelet, KillHub, Failover, Hold, Hammer, KillHubWhen:
+			n++
+		}
+	}
+	return n
+}
+
+// sortedCopy is s sorted, for placements compared as sets.
+func sortedCopy(s []string) []string {
+	out := slices.Clone(s)
+	slices.Sort(out)
+	return out
+}
+
+// ms is a duration in milliseconds as ops carry it.
+func ms(n int) time.Duration { return time.Duration(n) * time.Millisecond }

@@ -1,0 +1,147 @@
+package chaos
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
+	"github.com/urutau-io/fleet/internal/spec"
+)
+
+// The small universe histories draw from: few names, so that operations collide.
+var (
+	// Members of the chaos fleet.
+	Members = []string{"member-a", "member-b", "member-c"}
+	// PipelineNames are the CDCPipeline names a history uses.
+	PipelineNames = []string{"p0", "p1", "p2", "p3"}
+	// Identities are abstract source identities; each history maps them to serverIds of its own
+	// (identityBase) so histories never share one.
+	Identities = []string{"s0", "s1"}
+)
+
+const (
+	// sourceSecret is the source Secret every member namespace holds.
+	sourceSecret = "chaos-source"
+	// image is the coordinator image (kwok runs anything).
+	image = "ghcr.io/urutau-io/urutau:chaos"
+	// holdFinalizer is the foreign finalizer Hold puts on member objects.
+	holdFinalizer = "chaos.urutau.io/hold"
+	// bypassLabel on a CDCPipeline makes the fleet's webhook configuration skip it (objectSelector).
+	bypassLabel = "chaos.urutau.io/bypass-webhook"
+	// hammerAnnotation is what Hammer writes.
+	hammerAnnotation = "chaos.urutau.io/hammer"
+	// fieldOwner is the field manager of the suite's own writes.
+	fieldOwner = "urutau-chaos"
+)
+
+// serverID is the MySQL serverId of abstract identity id in the history numbered n: unique
+// across histories of one run, so a history that leaves something behind cannot collide with
+// the next.
+func serverID(n int, id string) string {
+	k := 0
+	for i, s := range Identities {
+		if s == id {
+			k = i
+		}
+	}
+	return strconv.Itoa(100000 + n*10 + k)
+}
+
+// inlineDefinition is THE pipeline template of the suite: a MySQL source whose identity is
+// serverId, written as a string as urutau writes it, with fields both the fleet's parser and
+// urutau's own dialect accept. Change it here only.
+func inlineDefinition(name, serverID string) []byte {
+	doc := map[string]any{
+		"pipeline": name,
+		"source": map[string]any{
+			"kind":     "mysql",
+			"uri":      "mysql://chaos@db.example:3306/shop",
+			"serverId": serverID,
+		},
+		"sink": map[string]any{
+			"type":      "iceberg",
+			"uri":       "http://iceberg-rest.example:8181",
+			"namespace": "raw",
+			"warehouse": "s3://lake/chaos",
+		},
+		"tables": []any{map[string]any{"source": "shop.orders", "target": "raw.orders"}},
+	}
+	raw, err := json.Marshal(doc)
+	if err != nil {
+		panic(err)
+	}
+	return raw
+}
+
+// newPipeline is the CDCPipeline a Create op submits.
+func newPipeline(ns, name, serverID string, placement []string, bypass bool) *urutauv1alpha1.CDCPipeline {
+	p := &urutauv1alpha1.CDCPipeline{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: urutauv1alpha1.CDCPipelineSpec{
+			PipelineSpec: urutauv1alpha1.PipelineSpec{
+				Definition: urutauv1alpha1.Definition{Inline: &runtime.RawExtension{Raw: inlineDefinition(name, serverID)}},
+				Secrets:    urutauv1alpha1.Secrets{Source: sourceSecret},
+			},
+			Placement: urutauv1alpha1.Placement{Clusters: sortedCopy(placement)},
+		},
+	}
+	if bypass {
+		p.Labels = map[string]string{bypassLabel: "true"}
+	}
+	return p
+}
+
+// identityOf is the source identity of a pipeline's inline definition as the checker compares
+// it: "mysql:<serverId>" or "postgres:<slot>"; empty when it has none or does not parse.
+func identityOf(inline []byte) string {
+	in, errs := spec.Parse(inline)
+	if len(errs) > 0 || in == nil {
+		return identityFromRaw(inline)
+	}
+	if in.Source.ServerID != "" {
+		return "mysql:" + canonicalNumber(in.Source.ServerID)
+	}
+	if in.Source.Postgres != nil && in.Source.Postgres.Slot != "" {
+		return "postgres:" + in.Source.Postgres.Slot
+	}
+	return identityFromRaw(inline)
+}
+
+// identityFromRaw reads the identity fields of urutau's own dialect (source.serverId,
+// source.slotName) when the fleet's parser does not know them.
+func identityFromRaw(inline []byte) string {
+	var doc struct {
+		Source struct {
+			ServerID json.RawMessage `json:"serverId"`
+			SlotName string          `json:"slotName"`
+		} `json:"source"`
+	}
+	if json.Unmarshal(inline, &doc) != nil {
+		return ""
+	}
+	if len(doc.Source.ServerID) > 0 {
+		var s string
+		if json.Unmarshal(doc.Source.ServerID, &s) != nil {
+			s = string(doc.Source.ServerID)
+		}
+		return "mysql:" + canonicalNumber(s)
+	}
+	if doc.Source.SlotName != "" {
+		return "postgres:" + doc.Source.SlotName
+	}
+	return ""
+}
+
+func canonicalNumber(s string) string {
+	if n, err := strconv.ParseUint(s, 10, 64); err == nil {
+		return strconv.FormatUint(n, 10)
+	}
+	return s
+}
+
+// historyNamespace is the namespace of the history numbered n (on the hub and in every member).
+func historyNamespace(n int) string { return fmt.Sprintf("chaos-%d", n) }

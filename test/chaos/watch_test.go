@@ -1,0 +1,93 @@
+package chaos
+
+import (
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+func statefulSet(rv string, mutate func(u *unstructured.Unstructured)) unstructured.Unstructured {
+	u := unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apps/v1", "kind": "StatefulSet",
+		"metadata": map[string]any{"name": "p0-coordinator", "namespace": "chaos-0", "uid": "s1", "resourceVersion": rv,
+			"labels": map[string]any{"urutau.io/hub-pipeline-uid": "u1"}},
+		"spec":   map[string]any{"replicas": int64(1)},
+		"status": map[string]any{"readyReplicas": int64(0)},
+	}}
+	u.SetManagedFields([]metav1.ManagedFieldsEntry{
+		{Manager: "urutau-operator@member-a", Operation: metav1.ManagedFieldsOperationApply, FieldsV1: metav1.NewFieldsV1(`{"f:spec":{}}`)},
+		{Manager: "kube-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status", FieldsV1: metav1.NewFieldsV1(`{"f:status":{}}`)},
+	})
+	if mutate != nil {
+		mutate(&u)
+	}
+	return u
+}
+
+func TestHubWrite(t *testing.T) {
+	base := infoOf("statefulsets", ptr(statefulSet("10", nil)))
+	for name, tc := range map[string]struct {
+		typ    string
+		mutate func(u *unstructured.Unstructured)
+		prev   *ObjInfo
+		want   bool
+	}{
+		"created": {typ: Added, want: true},
+		"status updated by its controller": {typ: Modified, prev: &base, mutate: func(u *unstructured.Unstructured) {
+			_ = unstructured.SetNestedField(u.Object, int64(1), "status", "readyReplicas")
+			mf := u.GetManagedFields()
+			mf[1].FieldsV1 = metav1.NewFieldsV1(`{"f:status":{"f:readyReplicas":{}}}`)
+			u.SetManagedFields(mf)
+		}},
+		"a foreign finalizer added": {typ: Modified, prev: &base, mutate: func(u *unstructured.Unstructured) {
+			u.SetFinalizers([]string{holdFinalizer})
+			u.SetManagedFields(append(u.GetManagedFields(), metav1.ManagedFieldsEntry{Manager: fieldOwner, Operation: metav1.ManagedFieldsOperationUpdate}))
+		}},
+		"spec changed": {typ: Modified, prev: &base, want: true, mutate: func(u *unstructured.Unstructured) {
+			_ = unstructured.SetNestedField(u.Object, int64(2), "spec", "replicas")
+		}},
+		"the hub's managed fields changed": {typ: Modified, prev: &base, want: true, mutate: func(u *unstructured.Unstructured) {
+			mf := u.GetManagedFields()
+			mf[0].FieldsV1 = metav1.NewFieldsV1(`{"f:spec":{"f:replicas":{}}}`)
+			u.SetManagedFields(mf)
+		}},
+		"deletion started": {typ: Modified, prev: &base, want: true, mutate: func(u *unstructured.Unstructured) {
+			now := metav1.Now()
+			u.SetDeletionTimestamp(&now)
+			u.SetFinalizers([]string{holdFinalizer})
+		}},
+		"deleted outright":     {typ: Deleted, prev: &base, want: true},
+		"a held deletion ends": {typ: Deleted, prev: &ObjInfo{Deleting: true}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			info := infoOf("statefulsets", ptr(statefulSet("11", tc.mutate)))
+			prev, had := ObjInfo{}, tc.prev != nil
+			if had {
+				prev = *tc.prev
+			}
+			if got := hubWrite(tc.typ, prev, had, info); got != tc.want {
+				t.Fatalf("hubWrite = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestRelistFindsWhatTheWatchMissed(t *testing.T) {
+	st := &streamState{cluster: "member-a", kind: "statefulsets", known: map[string]ObjInfo{}}
+	first := st.relist([]unstructured.Unstructured{statefulSet("10", nil)}, 12, sec(1))
+	if len(first) != 1 || first[0].Type != Added || first[0].RVLo != 0 || first[0].RVHi != 10 {
+		t.Fatalf("first list: %+v", first)
+	}
+	gone := st.relist(nil, 40, sec(2))
+	if len(gone) != 1 || gone[0].Type != Deleted || gone[0].RVLo != 13 || gone[0].RVHi != 40 || !gone[0].HubWrite {
+		t.Fatalf("an object gone while the watch was down: %+v", gone)
+	}
+	other := statefulSet("41", func(u *unstructured.Unstructured) { u.SetUID("s2") })
+	back := st.relist([]unstructured.Unstructured{other}, 45, sec(3))
+	if len(back) != 1 || back[0].Type != Added || back[0].RVLo != 41 || back[0].RVHi != 41 {
+		t.Fatalf("an object created while the watch was down: %+v", back)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
