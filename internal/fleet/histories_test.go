@@ -325,6 +325,43 @@ var _ = Describe("One reader per source identity", func() {
 		}).Should(Succeed())
 		Eventually(func(g Gomega) { expectPlaced(g, ctx, members["b"], p) }).Should(Succeed())
 	})
+	It("empties a member that answers once the deleted pipeline's terminating pod goes, and lets the renamed one start", func(ctx SpecContext) {
+		old := newPipeline(ns, "slow-old", onClusters("a"))
+		Expect(hubClient.Create(ctx, old)).To(Succeed())
+		Eventually(func(g Gomega) { expectPlaced(g, ctx, members["a"], old) }).Should(Succeed())
+		pod := fakeCoordinatorPod(ns, old.Name)
+		pod.Finalizers = []string{"example.com/slow-shutdown"}
+		Expect(members["a"].Client.Create(ctx, pod)).To(Succeed())
+
+		By("the deletion outlasts the grace: the CR goes, a's entry stays as a tombstone")
+		Expect(hubClient.Delete(ctx, old)).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(apierrors.IsNotFound(hubClient.Get(ctx, client.ObjectKeyFromObject(old), &urutauv1alpha1.CDCPipeline{}))).To(BeTrue())
+		}).Should(Succeed())
+		e, err := leaseEntry(ctx, old.UID, "a")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(e).NotTo(BeNil(), "tombstone for a")
+		renamed := newPipeline(ns, "slow-new", onClusters("b"))
+		renamed.Spec.Definition = old.Spec.Definition
+		Expect(hubClient.Create(ctx, renamed)).To(Succeed())
+		Consistently(func(g Gomega) { expectEmpty(g, ctx, members["b"], ns, renamed.UID) }, 2*time.Second).Should(Succeed())
+
+		By("the pod goes; nothing else happens: the tombstone replay empties a by itself")
+		Eventually(func(g Gomega) {
+			got := &corev1.Pod{}
+			g.Expect(members["a"].Client.Get(ctx, client.ObjectKeyFromObject(pod), got)).To(Succeed())
+			got.Finalizers = nil
+			g.Expect(members["a"].Client.Update(ctx, got)).To(Succeed())
+		}).Should(Succeed())
+		killPod(ctx, members["a"], pod)
+		Eventually(func(g Gomega) {
+			e, err := leaseEntry(ctx, old.UID, "a")
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(e).To(BeNil(), "the tombstone of a member that answers and holds nothing")
+			expectEmpty(g, ctx, members["a"], ns, old.UID)
+			expectPlaced(g, ctx, members["b"], renamed)
+		}).Should(Succeed())
+	})
 })
 
 var _ = Describe("Workers count as readers", func() {

@@ -154,6 +154,20 @@ func anyDraining(states map[entryKey]DepartedState) bool {
 	return false
 }
 
+// leasesOf lists the leases that record pipeline uid, as holder or in an entry.
+func (r *LeaseReconciler) leasesOf(ctx context.Context, uid types.UID) []types.NamespacedName {
+	leases, err := r.leases.of(ctx, uid)
+	if err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing ReaderLeases")
+		return nil
+	}
+	out := make([]types.NamespacedName, 0, len(leases))
+	for i := range leases {
+		out = append(out, client.ObjectKeyFromObject(&leases[i]))
+	}
+	return out
+}
+
 // leasesFor lists the leases with an entry on member name, or on a cluster of identity id.
 func (r *LeaseReconciler) leasesFor(ctx context.Context, name, id string) []types.NamespacedName {
 	list := &urutauv1alpha1.ReaderLeaseList{}

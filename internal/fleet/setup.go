@@ -195,8 +195,11 @@ func (r *CoordinatorReconciler) healthMonitor(mgr mcmanager.Manager, lr *LeaseRe
 	}
 }
 
-// setup registers the LeaseReconciler: ReaderLeases in the hub's namespace, and the inventory
-// entries, which bring back the leases that name a member that (re)joins.
+// setup registers the LeaseReconciler: ReaderLeases in the hub's namespace; the inventory
+// entries, which bring back the leases that name a member that (re)joins; and the CDCPipelines,
+// whose removal from the hub turns their entries into tombstones. The last write a deletion makes
+// to a lease precedes the CR's removal, so the lease's own event would find the pipeline still
+// there and leave its tombstones waiting for an unrelated event.
 func (lr *LeaseReconciler) setup(mgr mcmanager.Manager, r *CoordinatorReconciler) error {
 	local, members := mcbuilder.WithEngageWithLocalCluster(true), mcbuilder.WithEngageWithProviderClusters(false)
 	entries := func(multicluster.ClusterName, cluster.Cluster) handler.TypedEventHandler[client.Object, mcreconcile.Request] {
@@ -208,10 +211,20 @@ func (lr *LeaseReconciler) setup(mgr mcmanager.Manager, r *CoordinatorReconciler
 			},
 		}
 	}
+	pipelines := func(multicluster.ClusterName, cluster.Cluster) handler.TypedEventHandler[client.Object, mcreconcile.Request] {
+		return handler.TypedFuncs[client.Object, mcreconcile.Request]{
+			DeleteFunc: func(ctx context.Context, e event.TypedDeleteEvent[client.Object], q queue) {
+				for _, k := range lr.leasesOf(ctx, e.Object.GetUID()) {
+					q.Add(localRequest(k))
+				}
+			},
+		}
+	}
 	return mcbuilder.ControllerManagedBy(mgr).
 		Named(ControllerName+"-lease").
 		For(&urutauv1alpha1.ReaderLease{}, local, members, mcbuilder.WithPredicates(inNamespace(r.LeaseNamespace))).
 		Watches(r.Inventory.EntryType(), entries, local, members, mcbuilder.WithPredicates(predicate.NewPredicateFuncs(r.Inventory.IsEntry))).
+		Watches(&urutauv1alpha1.CDCPipeline{}, pipelines, local, members).
 		WatchesRawSource(source.TypedFunc[mcreconcile.Request](func(_ context.Context, q workqueue.TypedRateLimitingInterface[mcreconcile.Request]) error {
 			lr.queue.Store(&q)
 			return nil
