@@ -3,8 +3,9 @@ package chaos
 // Named cases: one fixed history for each way issue #13 found to break "one reader per source"
 // or to orphan a coordinator. Each drives the fleet into its window (Await, paused kubelets,
 // members down, a writer that makes the hub's status patch conflict) and ends like every history
-// (Heal, DeleteAll), so the checker judges the whole of it. Await only paces: a hub that rightly
-// refuses to start a coordinator makes the Await time out, and the history goes on.
+// (Heal, DeleteAll), so the checker judges the whole of it. A required Await (running, reach)
+// must be met, or the case fails: it did not reach its window. mayRun only paces: a hub that
+// rightly refuses to start a coordinator makes it time out, and the history goes on.
 
 var (
 	memberA = Members[0]
@@ -30,8 +31,20 @@ func closing(ops ...Op) []Op {
 	return append(ops, Heal{}, Wait{Millis: 2000}, DeleteAll{})
 }
 
+// running waits for a coordinator pod of name Running in member, and requires it.
 func running(name, member string, millis int) Await {
+	return Await{Cond: CondRunning, Name: name, Member: member, Millis: millis, Required: true}
+}
+
+// mayRun waits at most millis for what a correct hub may rightly refuse: a coordinator pod of
+// name Running in member.
+func mayRun(name, member string, millis int) Await {
 	return Await{Cond: CondRunning, Name: name, Member: member, Millis: millis}
+}
+
+// reach waits for cond and requires it.
+func reach(cond, name, member string, millis int) Await {
+	return Await{Cond: cond, Name: name, Member: member, Millis: millis, Required: true}
 }
 
 // 1. Move back to a member that is still draining: A keeps one object (a foreign finalizer, as
@@ -47,11 +60,11 @@ func caseMoveBackToDraining() History {
 		Wait{Millis: 1000},
 		PauseKubelet{Member: memberB},
 		Place{Name: "p0", Placement: []string{memberA}},
-		running("p0", memberA, 15000),
+		mayRun("p0", memberA, 15000),
 		Wait{Millis: 3000},
 		ResumeKubelet{Member: memberB},
 		Release{Member: memberA},
-		Await{Cond: CondNoPods, Name: "p0", Member: memberB, Millis: 60000},
+		reach(CondNoPods, "p0", memberB, 60000),
 	)}
 }
 
@@ -64,12 +77,12 @@ func caseRenameWhileUnreachable() History {
 		running("p0", memberA, 60000),
 		StopMember{Member: memberA},
 		Delete{Name: "p0"},
-		Await{Cond: CondGone, Name: "p0", Millis: 60000},
+		reach(CondGone, "p0", "", 60000),
 		Create{Name: "p1", Identity: "s0", Placement: []string{memberB}},
-		running("p1", memberB, 20000),
+		mayRun("p1", memberB, 20000),
 		Wait{Millis: 2000},
 		StartMember{Member: memberA},
-		Await{Cond: CondNoPods, Name: "p0", Member: memberA, Millis: 60000},
+		reach(CondNoPods, "p0", memberA, 60000),
 	)}
 }
 
@@ -80,33 +93,34 @@ func caseRacingCreates() History {
 		CreateRace{Names: []string{"p0", "p1"}, Identity: "s0", Placements: [][]string{{memberA}, {memberB}}},
 		Wait{Millis: 3000},
 		CreateRace{Names: []string{"p2", "p3"}, Identity: "s1", Placements: [][]string{{memberA}, {memberC}}, Bypass: true},
-		running("p2", memberA, 20000),
-		running("p3", memberC, 20000),
+		mayRun("p2", memberA, 20000),
+		mayRun("p3", memberC, 20000),
 		Wait{Millis: 3000},
 	)}
 }
 
-// 4. The tombstone/inventory window: B (down, confirmed gone) holds p0's tombstone; p0 is placed
-// on B again while another writer keeps changing p0 (the hub deletes the tombstone, then its
-// locked inventory patch conflicts) and the leader is killed the moment the tombstone goes;
-// then B is dropped again before the hub records it. B's coordinator must not end up in neither
-// the inventory nor a tombstone.
+// 4. The tombstone/re-placement window: B (down, confirmed gone) holds p0's tombstone (its
+// reader-lease entry in state Gone); p0 is placed on B again while another writer keeps changing
+// p0 (every lease and status write races a CR write); B comes back and the leader is killed the
+// moment the entry stops being a tombstone (B emptied, or made Active again); then B is dropped
+// again before the new leader settles it. B's coordinator must end up neither untracked by the
+// lease nor running beside another reader, and B emptied in the end.
 func caseTombstoneInventoryWindow() History {
-	return History{Name: "case-4-tombstone-inventory-crash-window", Ops: closing(
+	return History{Name: "case-4-tombstone-replacement-crash-window", Ops: closing(
 		StartHub{Hub: 1},
 		Create{Name: "p0", Identity: "s0", Placement: []string{memberA, memberB}},
 		running("p0", memberA, 60000),
 		running("p0", memberB, 60000),
 		StopMember{Member: memberB},
 		Place{Name: "p0", Placement: []string{memberA}, ConfirmGone: []string{memberB}},
-		Await{Cond: CondTombstone, Name: "p0", Member: memberB, Millis: 30000},
+		reach(CondTombstone, "p0", memberB, 30000),
 		Hammer{Name: "p0", Millis: 8000},
 		Place{Name: "p0", Placement: []string{memberA, memberB}},
-		KillHubWhen{Cond: CondNoTombstone, Name: "p0", Member: memberB, Millis: 10000},
+		StartMember{Member: memberB},
+		KillHubWhen{Cond: CondNoTombstone, Name: "p0", Member: memberB, Millis: 30000},
 		Place{Name: "p0", Placement: []string{memberA}},
 		Wait{Millis: 8000},
 		StartHub{Hub: 0},
-		StartMember{Member: memberB},
 		Wait{Millis: 5000},
 	)}
 }
@@ -122,21 +136,22 @@ func caseStaleConfirmGone() History {
 		Place{Name: "p0", Placement: []string{memberB}, ConfirmGone: []string{memberA}},
 		running("p0", memberB, 30000),
 		StartMember{Member: memberA},
-		Await{Cond: CondNoPods, Name: "p0", Member: memberA, Millis: 60000},
+		reach(CondNoPods, "p0", memberA, 60000),
 		Place{Name: "p0", Placement: []string{memberA}},
 		running("p0", memberA, 60000),
 		StopMember{Member: memberA},
 		Place{Name: "p0", Placement: []string{memberB}},
-		running("p0", memberB, 20000),
+		mayRun("p0", memberB, 20000),
 		Wait{Millis: 2000},
 		StartMember{Member: memberA},
-		Await{Cond: CondNoPods, Name: "p0", Member: memberA, Millis: 60000},
+		reach(CondNoPods, "p0", memberA, 60000),
 	)}
 }
 
-// 6. The tombstone replay and the terminal state: B holds p0's tombstone (removed while down,
-// confirmed gone); p0 is terminated; B comes back. The replay must not write to B for p0 while
-// p0 is terminated; once cleared, the replay (or the pipeline) finishes the job.
+// 6. The tombstone and the terminal state: B holds p0's tombstone (its lease entry turned Gone
+// by a confirmed move while B was down); p0 is terminated; B comes back. Nothing may write to B
+// for p0 while p0 is terminated, so the tombstone stays; once cleared, the pipeline empties B,
+// the entry goes, and p0 can be placed on B again.
 func caseTombstoneReplayWhileTerminated() History {
 	return History{Name: "case-6-tombstone-replay-vs-terminated", Ops: closing(
 		Create{Name: "p0", Identity: "s0", Placement: []string{memberA, memberB}},
@@ -144,13 +159,14 @@ func caseTombstoneReplayWhileTerminated() History {
 		running("p0", memberB, 60000),
 		StopMember{Member: memberB},
 		Place{Name: "p0", Placement: []string{memberA}, ConfirmGone: []string{memberB}},
-		Await{Cond: CondTombstone, Name: "p0", Member: memberB, Millis: 30000},
+		reach(CondTombstone, "p0", memberB, 30000),
 		Terminate{Name: "p0"},
 		Wait{Millis: 2000},
 		StartMember{Member: memberB},
-		Await{Cond: CondNoTombstone, Name: "p0", Member: memberB, Millis: 45000},
-		Wait{Millis: 2000},
+		Wait{Millis: 8000},
+		reach(CondTombstone, "p0", memberB, 1000),
 		Clear{Name: "p0"},
+		reach(CondNoTombstone, "p0", memberB, 45000),
 		Place{Name: "p0", Placement: []string{memberA, memberB}},
 		running("p0", memberB, 60000),
 	)}
@@ -164,7 +180,7 @@ func caseTerminatingPodBlocksMove() History {
 		running("p0", memberA, 60000),
 		PauseKubelet{Member: memberA},
 		Place{Name: "p0", Placement: []string{memberB}},
-		running("p0", memberB, 15000),
+		mayRun("p0", memberB, 15000),
 		Wait{Millis: 2000},
 		ResumeKubelet{Member: memberA},
 		running("p0", memberB, 60000),
@@ -180,11 +196,11 @@ func caseTerminatingPodBlocksRename() History {
 		running("p0", memberA, 60000),
 		PauseKubelet{Member: memberA},
 		Delete{Name: "p0"},
-		Await{Cond: CondGone, Name: "p0", Millis: 40000},
+		reach(CondGone, "p0", "", 40000),
 		Create{Name: "p1", Identity: "s0", Placement: []string{memberB}},
-		running("p1", memberB, 15000),
+		mayRun("p1", memberB, 15000),
 		Wait{Millis: 2000},
 		ResumeKubelet{Member: memberA},
-		Await{Cond: CondNoPods, Name: "p0", Member: memberA, Millis: 30000},
+		reach(CondNoPods, "p0", memberA, 30000),
 	)}
 }

@@ -210,6 +210,12 @@ func runOne(t *testing.T, f *Fleet, h History, i int, tally *Tally) {
 	tally.Add(rec, res)
 	report := Report(rec, res)
 	t.Logf("%s ran in %s", h.Name, time.Since(start).Round(time.Millisecond))
+	if h.Seed == 0 {
+		// A named case that did not reach the window it tests proves nothing.
+		for _, o := range missedAwaits(rec) {
+			t.Errorf("%s: #%02d %s: %s (hub logs: %s)", h.Name, o.Index, o.Op, o.Err, strings.Join(f.HubLogs(), ", "))
+		}
+	}
 	if !res.Failed() {
 		t.Log(report)
 		return
@@ -220,4 +226,23 @@ func runOne(t *testing.T, f *Fleet, h History, i int, tally *Tally) {
 	}
 	t.Errorf("%s\n%s\nreplay: go test ./test/chaos -run 'TestChaos$' -chaos.replay=%s -v\n(history and report saved next to it; hub logs: %s)",
 		report, h, path, strings.Join(f.HubLogs(), ", "))
+}
+
+// missedAwaits are the required awaits and the kill-hub-when of a recording whose condition was
+// not met.
+func missedAwaits(rec *Recording) []OpRecord {
+	var out []OpRecord
+	for _, o := range rec.Ops {
+		switch op := o.Op.(type) {
+		case Await:
+			if op.Required && o.Err != "" {
+				out = append(out, o)
+			}
+		case KillHubWhen:
+			if o.Err != "" {
+				out = append(out, o)
+			}
+		}
+	}
+	return out
 }

@@ -343,16 +343,15 @@ func checkLeftovers(cc *checkContext, res *Result) {
 		}
 	}
 	for _, t := range fin.Tombstones {
-		if !slices.Contains(fin.Unreachable, t.Data["cluster"]) {
-			res.Violations = append(res.Violations, leftover(cc, fmt.Sprintf("tombstone %s for %s/%s (uid %s) in %s left although %s answers",
-				t.Name, t.Data["namespace"], t.Data["name"], short(t.Data["pipelineUID"]), t.Data["cluster"], t.Data["cluster"])))
+		if !slices.Contains(fin.Unreachable, t.Cluster) {
+			res.Violations = append(res.Violations, leftover(cc, fmt.Sprintf("tombstone in reader lease %s for %s/%s (uid %s) in %s left although %s answers",
+				t.Lease, t.PipelineNamespace, t.PipelineName, short(t.PipelineUID), t.Cluster, t.Cluster)))
 		}
 	}
 	for _, l := range fin.Leases {
-		for _, f := range sortedPipes(cc.pipes) {
-			if !live[f.UID] && slices.Contains(l.Mentions, f.UID) {
-				res.Violations = append(res.Violations, leftover(cc, fmt.Sprintf("reader lease %s/%s names deleted pipeline %s", l.Namespace, l.Name, pipeName(f))))
-			}
+		waiting := slices.ContainsFunc(l.Entries, func(e LeaseEntry) bool { return slices.Contains(fin.Unreachable, e.Cluster) })
+		if l.Holder != "" && !live[l.Holder] && !waiting {
+			res.Violations = append(res.Violations, leftover(cc, fmt.Sprintf("reader lease %s/%s still held by deleted pipeline %s", l.Namespace, l.Name, cc.nameOf(l.Holder))))
 		}
 	}
 }

@@ -269,8 +269,10 @@ func TestCheckLeftovers(t *testing.T) {
 		"clean":                              {final: Final{}, want: 0},
 		"an object of the deleted one":       {final: Final{MemberObjects: objs}, want: 1},
 		"unreachable members are not judged": {final: Final{MemberObjects: objs, Unreachable: []string{"member-a"}}, want: 0},
-		"a tombstone left":                   {final: Final{Tombstones: []ObjInfo{{Name: "t", Data: map[string]string{"cluster": "member-b"}}}}, want: 1},
-		"a lease naming the deleted one":     {final: Final{Leases: []ObjInfo{{Name: "l", Mentions: []string{"x", "u1"}}}}, want: 1},
+		"a tombstone left":                   {final: Final{Tombstones: []LeaseEntry{{Lease: "l", Cluster: "member-b", PipelineUID: "u1"}}}, want: 1},
+		"a tombstone of an unreachable one":  {final: Final{Tombstones: []LeaseEntry{{Lease: "l", Cluster: "member-b", PipelineUID: "u1"}}, Unreachable: []string{"member-b"}}, want: 0},
+		"a lease held by the deleted one":    {final: Final{Leases: []ObjInfo{{Name: "l", Holder: "u1"}}}, want: 1},
+		"a lease waiting for a member":       {final: Final{Leases: []ObjInfo{{Name: "l", Holder: "u1", Entries: []LeaseEntry{{Cluster: "member-b", PipelineUID: "u1"}}}}, Unreachable: []string{"member-b"}}, want: 0},
 	} {
 		t.Run(name, func(t *testing.T) {
 			b := build(tc.final)

@@ -20,7 +20,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
-	"github.com/urutau-io/fleet/internal/fleet"
 	"github.com/urutau-io/fleet/internal/localfleet"
 )
 
@@ -137,7 +136,10 @@ func (x *executor) doFleet(ctx context.Context, o Op) error {
 		sleep(ctx, ms(o.Millis))
 		return nil
 	case Await:
-		_, err := x.await(ctx, o.Cond, o.Name, o.Member, ms(o.Millis), 100*time.Millisecond)
+		ok, err := x.await(ctx, o.Cond, o.Name, o.Member, ms(o.Millis), 100*time.Millisecond)
+		if err == nil && !ok {
+			err = fmt.Errorf("%s %s %s not met within %s", o.Cond, o.Name, o.Member, ms(o.Millis))
+		}
 		return err
 	case KillHubWhen:
 		return x.killHubWhen(ctx, o)
@@ -531,17 +533,28 @@ func (x *executor) pods(ctx context.Context, name, member string) (int, int, err
 	return n, running, nil
 }
 
-// tombstones counts the tombstones of pipeline name (any UID) for member on the hub.
+// tombstones counts the tombstones of pipeline name (any UID) for member (any when empty): the
+// ReaderLease entries the hub must still empty without the member's say-so: those of a pipeline
+// whose CR is gone from the hub, and those a person confirmed gone (state Gone) of a live one.
 func (x *executor) tombstones(ctx context.Context, name, member string) (int, error) {
-	list := &corev1.ConfigMapList{}
-	if err := x.env.hub.List(ctx, list, client.InNamespace(localfleet.HubNamespace), client.MatchingLabels{fleet.LabelTombstone: "true"}); err != nil {
+	live, err := x.get(ctx, name)
+	switch {
+	case apierrors.IsNotFound(err):
+		live = nil
+	case err != nil:
+		return 0, err
+	}
+	list := &urutauv1alpha1.ReaderLeaseList{}
+	if err := x.env.hub.List(ctx, list, client.InNamespace(localfleet.HubNamespace)); err != nil {
 		return 0, err
 	}
 	n := 0
-	for _, cm := range list.Items {
-		if cm.Data[fleet.TombstoneKeyNamespace] == x.ns && cm.Data[fleet.TombstoneKeyName] == name &&
-			(member == "" || cm.Data[fleet.TombstoneKeyCluster] == member) {
-			n++
+	for _, l := range list.Items {
+		for _, e := range l.Spec.Members {
+			if e.PipelineNamespace == x.ns && e.PipelineName == name && (member == "" || e.Cluster == member) &&
+				(live == nil || e.PipelineUID != live.UID || e.State == urutauv1alpha1.LeaseMemberGone) {
+				n++
+			}
 		}
 	}
 	return n, nil

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
 	"github.com/urutau-io/fleet/internal/localfleet"
 )
 
@@ -180,7 +181,7 @@ func (f *Fleet) reset(ctx context.Context) error {
 }
 
 // prepare creates the history's namespace on the hub and in every member, with the source
-// Secret the coordinator needs.
+// Secret the coordinator needs, both opened to the fleet as a member's platform team would.
 func (e *env) prepare(ctx context.Context, ns string) error {
 	if err := ensureNamespace(ctx, e.hub, ns); err != nil {
 		return err
@@ -190,7 +191,8 @@ func (e *env) prepare(ctx context.Context, ns string) error {
 		if err := ensureNamespace(ctx, c, ns); err != nil {
 			return fmt.Errorf("%s: %w", m, err)
 		}
-		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: sourceSecret},
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: sourceSecret,
+			Labels: map[string]string{urutauv1alpha1.LabelFleetSecret: "true"}},
 			StringData: map[string]string{"uri": "mysql://chaos@db." + m + ".example:3306/shop"}}
 		if err := c.Create(ctx, s); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("%s: %w", m, err)
@@ -215,9 +217,12 @@ func membersOf(e *env) []client.Client {
 	return out
 }
 
+// ensureNamespace creates a history's namespace, opened to the fleet as a member's platform team
+// would (urutau.io/fleet-managed=true; the label means nothing on the hub).
 func ensureNamespace(ctx context.Context, c client.Client, name string) error {
 	for range 60 {
-		err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
+		err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name,
+			Labels: map[string]string{urutauv1alpha1.LabelFleetManaged: "true"}}})
 		if err == nil || apierrors.IsAlreadyExists(err) {
 			return nil
 		}

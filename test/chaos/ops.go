@@ -133,7 +133,8 @@ const (
 	CondRunning = "running"
 	// CondNoPods: no coordinator pod of Name in Member (Member empty: in any member).
 	CondNoPods = "no-pods"
-	// CondTombstone: a tombstone of Name for Member is on the hub.
+	// CondTombstone: a tombstone of Name for Member is on the hub: a reader-lease entry of a
+	// deleted Name, or one a person confirmed gone.
 	CondTombstone = "tombstone"
 	// CondNoTombstone: no tombstone of Name for Member is on the hub.
 	CondNoTombstone = "no-tombstone"
@@ -141,13 +142,15 @@ const (
 	CondGone = "gone"
 )
 
-// Await waits until Cond holds for Name (and Member), or Millis pass; it never fails the
-// history, it only paces it (named cases use it to reach the window they test).
+// Await waits until Cond holds for Name (and Member), or Millis pass. Named cases use it to reach
+// the window they test (Required: a case whose window was not reached fails, it proved nothing),
+// or only to pace the history where a correct hub may rightly refuse what it waits for.
 type Await struct {
-	Cond   string `json:"cond"`
-	Name   string `json:"name,omitempty"`
-	Member string `json:"member,omitempty"`
-	Millis int    `json:"millis"`
+	Cond     string `json:"cond"`
+	Name     string `json:"name,omitempty"`
+	Member   string `json:"member,omitempty"`
+	Millis   int    `json:"millis"`
+	Required bool   `json:"required,omitempty"`
 }
 
 // KillHubWhen watches for Cond (Name, Member) and SIGKILLs the leader hub the moment it holds,
@@ -244,7 +247,11 @@ func (o Hammer) String() string {
 func (o Wait) String() string { return fmt.Sprintf("wait %dms", o.Millis) }
 
 func (o Await) String() string {
-	return fmt.Sprintf("await %s %s %s (at most %dms)", o.Cond, o.Name, o.Member, o.Millis)
+	must := ""
+	if o.Required {
+		must = ", required"
+	}
+	return fmt.Sprintf("await %s %s %s (at most %dms%s)", o.Cond, o.Name, o.Member, o.Millis, must)
 }
 
 func (o KillHubWhen) String() string {

@@ -168,10 +168,11 @@ func TestGenerateCoversTheFaults(t *testing.T) {
 func TestIdentityOf(t *testing.T) {
 	for name, tc := range map[string]struct{ inline, want string }{
 		"template":             {string(inlineDefinition("p0", "100010")), "mysql:100010"},
-		"serverId as a number": {`{"pipeline":"p","source":{"kind":"mysql","serverId":42},"sink":{"type":"iceberg"}}`, "mysql:42"},
-		"postgres slot":        {`{"pipeline":"p","source":{"kind":"postgres","postgres":{"slot":"s1"}},"sink":{"type":"iceberg"}}`, "postgres:s1"},
-		"urutau's slotName":    {`{"pipeline":"p","source":{"kind":"postgres","slotName":"s2"},"sink":{"uri":"x"}}`, "postgres:s2"},
-		"none":                 {`{"pipeline":"p","source":{"kind":"kafka"},"sink":{"type":"kafka"}}`, ""},
+		"serverId with a zero": {`{"pipeline":"p","source":{"kind":"mysql","uri":"mysql://u@h/db","serverId":"042"},"sink":{"uri":"http://x","namespace":"raw"},"tables":[{"source":"db.t","target":"raw.t","primaryKey":["id"]}]}`, "mysql:42"},
+		"serverId unset":       {`{"pipeline":"p","source":{"kind":"mysql","uri":"mysql://u@h/db"},"sink":{"uri":"http://x","namespace":"raw"},"tables":[{"source":"db.t","target":"raw.t","primaryKey":["id"]}]}`, "mysql:1101"},
+		"postgres slotName":    {`{"pipeline":"p","source":{"kind":"postgres","uri":"postgres://u@h/db","slotName":"s2"},"sink":{"uri":"http://x","namespace":"raw"},"tables":[{"source":"public.t","target":"raw.t","primaryKey":["id"]}]}`, "postgres:s2"},
+		"serverId number":      {`{"pipeline":"p","source":{"kind":"mysql","uri":"mysql://u@h/db","serverId":42},"sink":{"uri":"http://x","namespace":"raw"},"tables":[{"source":"db.t","target":"raw.t","primaryKey":["id"]}]}`, ""},
+		"does not parse":       {`{"pipeline":"p","source":{"kind":"postgres"}}`, ""},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if got := identityOf([]byte(tc.inline)); got != tc.want {

@@ -119,10 +119,16 @@ type ObjInfo struct {
 	Sig string
 	// Pipeline is set for CDCPipelines.
 	Pipeline *PipelineInfo
-	// Data of a tombstone ConfigMap.
-	Data map[string]string
+	// Holder and Entries of a reader lease.
+	Holder  string
+	Entries []LeaseEntry
 	// Mentions are the string values of a reader lease (to find the pipeline UIDs it names).
 	Mentions []string
+}
+
+// LeaseEntry is one member entry of a reader lease.
+type LeaseEntry struct {
+	Lease, Cluster, PipelineUID, PipelineNamespace, PipelineName, State string
 }
 
 // PipelineInfo is a CDCPipeline version as the hub stored it.
@@ -146,8 +152,9 @@ type Final struct {
 	Pods map[string][]ObjInfo
 	// Pipelines left on the hub.
 	Pipelines []ObjInfo
-	// Tombstones on the hub naming the history's namespace.
-	Tombstones []ObjInfo
+	// Tombstones are the entries the reader leases keep for pipelines of the history's
+	// namespace whose CR is gone.
+	Tombstones []LeaseEntry
 	// Leases are the reader leases on the hub (none where the CRD is not installed).
 	Leases []ObjInfo
 	// Unreachable members at the time (I2 only judges members that answered).

@@ -9,9 +9,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
-
-	"github.com/urutau-io/fleet/internal/fleet"
-	"github.com/urutau-io/fleet/internal/localfleet"
 )
 
 // settleTimeout bounds how long a history waits, once its ops are done, for the fleet to clean
@@ -108,17 +105,20 @@ func (x *executor) final(ctx context.Context) Final {
 	}
 	hub := x.env.dyn[hubCluster]
 	f.Pipelines, _ = listInfos(ctx, hub, kindPipelines, stream{gvr: pipelinesGVR, ns: x.ns})
-	tombstones, _ := listInfos(ctx, hub, kindTombstones, stream{gvr: cmGVR, ns: localfleet.HubNamespace, selector: fleet.LabelTombstone + "=true"})
-	for _, t := range tombstones {
-		if t.Data[fleet.TombstoneKeyNamespace] == x.ns {
-			f.Tombstones = append(f.Tombstones, t)
-		}
-	}
 	leases, _ := listInfos(ctx, hub, kindLeases, stream{gvr: leasesGVR})
 	uids := x.uids()
+	live := map[string]bool{}
+	for _, p := range f.Pipelines {
+		live[p.UID] = true
+	}
 	for _, l := range leases {
 		if slices.ContainsFunc(l.Mentions, func(s string) bool { return uids[s] }) {
 			f.Leases = append(f.Leases, l)
+		}
+		for _, e := range l.Entries {
+			if e.PipelineNamespace == x.ns && !live[e.PipelineUID] {
+				f.Tombstones = append(f.Tombstones, e)
+			}
 		}
 	}
 	slices.Sort(f.Unreachable)

@@ -63,12 +63,11 @@ func inlineDefinition(name, serverID string) []byte {
 			"serverId": serverID,
 		},
 		"sink": map[string]any{
-			"type":      "iceberg",
 			"uri":       "http://iceberg-rest.example:8181",
 			"namespace": "raw",
 			"warehouse": "s3://lake/chaos",
 		},
-		"tables": []any{map[string]any{"source": "shop.orders", "target": "raw.orders"}},
+		"tables": []any{map[string]any{"source": "shop.orders", "target": "raw.orders", "primaryKey": []any{"id"}}},
 	}
 	raw, err := json.Marshal(doc)
 	if err != nil {
@@ -96,51 +95,18 @@ func newPipeline(ns, name, serverID string, placement []string, bypass bool) *ur
 }
 
 // identityOf is the source identity of a pipeline's inline definition as the checker compares
-// it: "mysql:<serverId>" or "postgres:<slot>"; empty when it has none or does not parse.
+// it: "<kind>:<value>" (mysql:<serverId>, postgres:<slotName>); empty when it has none or does
+// not parse.
 func identityOf(inline []byte) string {
 	in, errs := spec.Parse(inline)
 	if len(errs) > 0 || in == nil {
-		return identityFromRaw(inline)
-	}
-	if in.Source.ServerID != "" {
-		return "mysql:" + canonicalNumber(in.Source.ServerID)
-	}
-	if in.Source.Postgres != nil && in.Source.Postgres.Slot != "" {
-		return "postgres:" + in.Source.Postgres.Slot
-	}
-	return identityFromRaw(inline)
-}
-
-// identityFromRaw reads the identity fields of urutau's own dialect (source.serverId,
-// source.slotName) when the fleet's parser does not know them.
-func identityFromRaw(inline []byte) string {
-	var doc struct {
-		Source struct {
-			ServerID json.RawMessage `json:"serverId"`
-			SlotName string          `json:"slotName"`
-		} `json:"source"`
-	}
-	if json.Unmarshal(inline, &doc) != nil {
 		return ""
 	}
-	if len(doc.Source.ServerID) > 0 {
-		var s string
-		if json.Unmarshal(doc.Source.ServerID, &s) != nil {
-			s = string(doc.Source.ServerID)
-		}
-		return "mysql:" + canonicalNumber(s)
+	id, ok := in.Identity()
+	if !ok {
+		return ""
 	}
-	if doc.Source.SlotName != "" {
-		return "postgres:" + doc.Source.SlotName
-	}
-	return ""
-}
-
-func canonicalNumber(s string) string {
-	if n, err := strconv.ParseUint(s, 10, 64); err == nil {
-		return strconv.FormatUint(n, 10)
-	}
-	return s
+	return id.Kind + ":" + id.Value
 }
 
 // historyNamespace is the namespace of the history numbered n (on the hub and in every member).

@@ -22,15 +22,13 @@ import (
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
 	"github.com/urutau-io/fleet/internal/fleet"
-	"github.com/urutau-io/fleet/internal/localfleet"
 )
 
 // Kinds the recorder names its streams by.
 const (
-	kindPods       = "pods"
-	kindPipelines  = "cdcpipelines"
-	kindTombstones = "tombstones"
-	kindLeases     = "readerleases"
+	kindPods      = "pods"
+	kindPipelines = "cdcpipelines"
+	kindLeases    = "readerleases"
 )
 
 // hubCluster names the hub in samples and events.
@@ -63,7 +61,6 @@ var (
 	podsGVR      = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
 	pipelinesGVR = urutauv1alpha1.GroupVersion.WithResource("cdcpipelines")
 	leasesGVR    = urutauv1alpha1.GroupVersion.WithResource("readerleases")
-	cmGVR        = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
 )
 
 // coordinatorSelector selects coordinator pods: what reads a source is a pod.
@@ -80,7 +77,6 @@ func memberStreams(ns string) []stream {
 func hubStreams(ns string) []stream {
 	return []stream{
 		{kind: kindPipelines, gvr: pipelinesGVR, ns: ns},
-		{kind: kindTombstones, gvr: cmGVR, ns: localfleet.HubNamespace, selector: fleet.LabelTombstone + "=true"},
 		{kind: kindLeases, gvr: leasesGVR, optional: true},
 	}
 }
@@ -365,14 +361,30 @@ func infoOf(kind string, u *unstructured.Unstructured) ObjInfo {
 		info.Sig = hubSig(u)
 	case kind == kindPipelines:
 		info.Pipeline = pipelineInfo(u)
-	case kind == kindTombstones:
-		info.Data, _, _ = unstructured.NestedStringMap(u.Object, "data")
 	case kind == kindLeases:
+		info.Holder, info.Entries = leaseEntries(u)
 		for _, f := range []string{"spec", "status", "metadata"} {
 			info.Mentions = append(info.Mentions, stringsIn(u.Object[f])...)
 		}
 	}
 	return info
+}
+
+// leaseEntries reads a reader lease's holder UID and member entries.
+func leaseEntries(u *unstructured.Unstructured) (string, []LeaseEntry) {
+	holder, _, _ := unstructured.NestedString(u.Object, "spec", "holder", "uid")
+	members, _, _ := unstructured.NestedSlice(u.Object, "spec", "members")
+	out := make([]LeaseEntry, 0, len(members))
+	for _, m := range members {
+		e, ok := m.(map[string]interface{})
+		if !ok {
+			continue
+		}
+		str := func(k string) string { v, _ := e[k].(string); return v }
+		out = append(out, LeaseEntry{Lease: u.GetName(), Cluster: str("cluster"), PipelineUID: str("pipelineUID"),
+			PipelineNamespace: str("pipelineNamespace"), PipelineName: str("pipelineName"), State: str("state")})
+	}
+	return holder, out
 }
 
 // hubSig digests a member object's content (everything but status and server-set metadata) and
