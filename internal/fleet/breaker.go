@@ -183,9 +183,6 @@ func (b *memberBackoff) forgetPipeline(p types.NamespacedName) {
 	}
 }
 
-// errSlow is the error of a member skipped while slow.
-var errSlow = errors.New("an earlier request has not been answered yet")
-
 // errMemberDown is the error of a member skipped because its last check found it not answering;
 // isUnreachable recognises it.
 var errMemberDown = errors.New("does not answer")

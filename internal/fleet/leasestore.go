@@ -92,7 +92,7 @@ func (s *leaseStore) write(ctx context.Context, current, next *urutauv1alpha1.Re
 	}
 	switch {
 	case apierrors.IsConflict(err), apierrors.IsAlreadyExists(err):
-		return nil, fmt.Errorf("%w: %s/%s: %v", errLeaseChanged, s.namespace, next.Name, err)
+		return nil, fmt.Errorf("%w: %s/%s: %w", errLeaseChanged, s.namespace, next.Name, err)
 	case err != nil:
 		return nil, fmt.Errorf("writing ReaderLease %s/%s: %w", s.namespace, next.Name, err)
 	}
@@ -107,7 +107,7 @@ func (s *leaseStore) remove(ctx context.Context, current *urutauv1alpha1.ReaderL
 	case apierrors.IsNotFound(err):
 		return nil
 	case apierrors.IsConflict(err):
-		return fmt.Errorf("%w: %s/%s: %v", errLeaseChanged, s.namespace, current.Name, err)
+		return fmt.Errorf("%w: %s/%s: %w", errLeaseChanged, s.namespace, current.Name, err)
 	case err != nil:
 		return fmt.Errorf("deleting ReaderLease %s/%s: %w", s.namespace, current.Name, err)
 	}

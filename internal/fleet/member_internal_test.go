@@ -131,10 +131,10 @@ func TestHoldsApplied(t *testing.T) {
 // The member cache keeps what the hub decides from: metadata (managers without field sets) and a
 // StatefulSet's status.
 func TestTrimMemberObject(t *testing.T) {
-	raw := metav1.FieldsV1{Raw: []byte(`{"f:data":{}}`)}
+	raw := metav1.NewFieldsV1(`{"f:data":{}}`)
 	meta := metav1.ObjectMeta{Name: "x", Labels: map[string]string{"k": "v"},
 		Annotations:   map[string]string{"kubectl.kubernetes.io/last-applied-configuration": "{}", "keep": "me"},
-		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "m", FieldsV1: &raw}}}
+		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "m", FieldsV1: raw}}}
 	sts := &appsv1.StatefulSet{ObjectMeta: *meta.DeepCopy(), Spec: appsv1.StatefulSetSpec{ServiceName: "s"},
 		Status: appsv1.StatefulSetStatus{ReadyReplicas: 1}}
 	cm := &corev1.ConfigMap{ObjectMeta: *meta.DeepCopy(), Data: map[string]string{"pipeline.yaml": "big"}}

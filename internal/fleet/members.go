@@ -281,13 +281,6 @@ func (s *memberSet) forget(member string) {
 	}
 }
 
-// names are the members something is kept about.
-func (s *memberSet) names() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return sortedKeys(s.members)
-}
-
 // clean empties, concurrently, the member each entry names when it can be reached as the cluster
 // the entry names (registered, answering, same identity), and says what each holds; the others
 // are unreachable. timedOut is told of a member whose requests timed out.

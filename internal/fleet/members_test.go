@@ -22,13 +22,6 @@ import (
 	"github.com/urutau-io/fleet/internal/testenv"
 )
 
-// memberSecret reads the inventory entry of member name.
-func memberSecret(g Gomega, ctx context.Context, name string) *corev1.Secret {
-	s := &corev1.Secret{}
-	g.Expect(hubClient.Get(ctx, client.ObjectKey{Namespace: systemNS, Name: name}, s)).To(Succeed())
-	return s
-}
-
 // registerMember writes the inventory entry name with the kubeconfig of cluster m (create or
 // replace), keeping the labels given.
 func registerMember(ctx context.Context, name string, m *testenv.Cluster, labels, annotations map[string]string) {
