@@ -95,13 +95,12 @@ func (c *namespaceCheck) check(ctx context.Context, j *applyJob) error {
 		err := j.conn.live.Get(ctx, client.ObjectKey{Name: j.p.Namespace}, ns)
 		switch {
 		case apierrors.IsNotFound(err), apierrors.IsForbidden(err):
-			// Not there, or not opened (config/spoke grants get on an opened namespace only).
-			ns = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: j.p.Namespace}}
+			c.err = j.boundary.CheckUnreadableNamespace(j.conn.name, j.p.Namespace, apierrors.IsForbidden(err))
 		case err != nil:
 			c.err = fmt.Errorf("reading namespace %q in cluster %q: %w", j.p.Namespace, j.conn.name, err)
-			return
+		default:
+			c.err = j.boundary.CheckMemberNamespace(j.conn.name, ns)
 		}
-		c.err = j.boundary.CheckMemberNamespace(j.conn.name, ns)
 	})
 	return c.err
 }

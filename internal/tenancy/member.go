@@ -20,6 +20,21 @@ func (b Boundary) CheckMemberNamespace(member string, ns *corev1.Namespace) erro
 	return nil
 }
 
+// CheckUnreadableNamespace is CheckMemberNamespace for a namespace the hub could not read in
+// member: missing, or forbidden (config/spoke lets the hub read only the namespaces opened to it,
+// so forbidden means not opened, or the hub's RBAC there was removed).
+func (b Boundary) CheckUnreadableNamespace(member, name string, forbidden bool) error {
+	if why := b.System(name, nil); why != "" {
+		return deny(ReasonSystemNamespace, "the hub writes nothing into namespace %q of member %q: %s", name, member, why)
+	}
+	if forbidden {
+		return deny(ReasonMemberNamespaceOptOut, "the hub may not read namespace %q of member %q (forbidden): it is not open to the fleet, or the hub's RBAC there was removed: the member's platform team labels it %s=true and binds the hub's role in it (config/spoke, or kubectl urutau join)",
+			name, member, urutauv1alpha1.LabelFleetManaged)
+	}
+	return deny(ReasonMemberNamespaceOptOut, "namespace %q does not exist in member %q: the member's platform team creates it and labels it %s=true to let the hub write there",
+		name, member, urutauv1alpha1.LabelFleetManaged)
+}
+
 // SecretRef is one Secret a pipeline references in its member namespace, and the field naming it.
 type SecretRef struct {
 	Field string

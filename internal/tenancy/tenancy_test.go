@@ -135,6 +135,26 @@ func TestCheckMemberNamespace(t *testing.T) {
 	}
 }
 
+func TestCheckUnreadableNamespace(t *testing.T) {
+	b := Boundary{Reserved: []string{"urutau-system"}}
+	tests := []struct {
+		name, ns  string
+		forbidden bool
+		reason    string
+		want      string
+	}{
+		{name: "missing", ns: "shop", reason: ReasonMemberNamespaceOptOut, want: `namespace "shop" does not exist in member "eu-1"`},
+		{name: "forbidden", ns: "shop", forbidden: true, reason: ReasonMemberNamespaceOptOut, want: `(forbidden)`},
+		{name: "kube-system forbidden", ns: "kube-system", forbidden: true, reason: ReasonSystemNamespace, want: `"eu-1"`},
+		{name: "hub namespace missing", ns: "urutau-system", reason: ReasonSystemNamespace, want: `"urutau-system"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			expectDenial(t, b.CheckUnreadableNamespace("eu-1", tt.ns, tt.forbidden), tt.reason, tt.want)
+		})
+	}
+}
+
 func TestSecrets(t *testing.T) {
 	spec := &urutauv1alpha1.CDCPipelineSpec{PipelineSpec: urutauv1alpha1.PipelineSpec{
 		Secrets: urutauv1alpha1.Secrets{Source: "src", SSH: "ssh", KafkaTLS: "kafka"},
