@@ -80,11 +80,11 @@ func (f *Fleet) HubRunning() bool {
 	if f.hubCmd == nil || f.hubCmd.Process == nil {
 		return false
 	}
-	return processAlive(f.hubCmd.Process.Pid)
+	return ProcessAlive(f.hubCmd.Process.Pid)
 }
 
-// processAlive reads the process state from /proc: running and not a zombie.
-func processAlive(pid int) bool {
+// ProcessAlive reads the process state from /proc: running and not a zombie.
+func ProcessAlive(pid int) bool {
 	raw, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
 	if err != nil {
 		return false

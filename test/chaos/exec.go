@@ -358,17 +358,7 @@ func (x *executor) hammer(ctx context.Context, o Hammer) {
 // heal brings the fleet back to health for the end of a history.
 func (x *executor) heal(ctx context.Context) error {
 	e := x.env
-	var errs []error
-	for _, m := range Members {
-		if err := localfleet.ResumeKubelet(e.opts, m); err != nil {
-			errs = append(errs, err)
-		}
-		if e.sup[m].Down() {
-			if err := e.startMember(ctx, m); err != nil {
-				errs = append(errs, err)
-			}
-		}
-	}
+	errs := e.membersUp(ctx)
 	if err := x.release(ctx, "", 40); err != nil {
 		errs = append(errs, err)
 	}

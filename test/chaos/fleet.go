@@ -157,17 +157,7 @@ func (f *Fleet) HubLogs() []string {
 // kubelet running, hub-0 alone and leading.
 func (f *Fleet) reset(ctx context.Context) error {
 	e := f.env
-	var errs []error
-	for _, m := range Members {
-		if err := localfleet.ResumeKubelet(e.opts, m); err != nil {
-			errs = append(errs, err)
-		}
-		if e.sup[m].Down() {
-			if err := e.startMember(ctx, m); err != nil {
-				errs = append(errs, err)
-			}
-		}
-	}
+	errs := e.membersUp(ctx)
 	if err := e.hubs.kill(ctx, 1); err != nil {
 		errs = append(errs, err)
 	}
@@ -236,3 +226,19 @@ func ensureNamespace(ctx context.Context, c client.Client, name string) error {
 
 // tempDir is where failing histories go when no directory is given.
 func tempDir() string { return filepath.Join(os.TempDir(), "urutau-chaos") }
+
+// membersUp starts every member's API server that is down and resumes every kubelet.
+func (e *env) membersUp(ctx context.Context) []error {
+	var errs []error
+	for _, m := range Members {
+		if err := localfleet.ResumeKubelet(e.opts, m); err != nil {
+			errs = append(errs, err)
+		}
+		if e.sup[m].Down() {
+			if err := e.startMember(ctx, m); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errs
+}

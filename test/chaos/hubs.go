@@ -6,7 +6,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -46,21 +45,10 @@ func hubName(i int) string { return "hub-" + strconv.Itoa(i) }
 // running tells whether hub i is alive (not killed, not exited on its own).
 func (h *hubs) running(i int) bool {
 	c := h.cmds[i]
-	return c != nil && c.Process != nil && alive(c.Process.Pid)
+	return c != nil && c.Process != nil && localfleet.ProcessAlive(c.Process.Pid)
 }
 
 func (h *hubs) state() [2]bool { return [2]bool{h.running(0), h.running(1)} }
-
-// alive reads /proc: a zombie (exited, not reaped) is dead.
-func alive(pid int) bool {
-	raw, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-	if err != nil {
-		return false
-	}
-	s := string(raw)
-	i := strings.LastIndexByte(s, ')')
-	return i >= 0 && i+2 < len(s) && s[i+2] != 'Z' && s[i+2] != 'X'
-}
 
 // start starts hub i if it is not running, on the webhook port the API server calls when no
 // other hub holds it, and points the webhook at a running hub.
