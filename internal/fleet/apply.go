@@ -23,7 +23,7 @@ const AnnotationKEDAPrometheusAddress = inventory.KEDAPrometheusAddressKey
 // not waited for, and the others go on (isolation).
 func (r *CoordinatorReconciler) applyAll(ctx context.Context, p *urutauv1alpha1.CDCPipeline, w *world, pl *placement) map[string]memberResult {
 	key := client.ObjectKeyFromObject(p)
-	done, late := fanOut(ctx, r.fanOutOptions(client.ObjectKeyFromObject(p), "apply"), pl.decision.Run, func(ctx context.Context, m string) memberResult {
+	done, late := fanOut(ctx, r.fanOutOptions(pipelineWakeKey(p), "apply"), pl.decision.Run, func(ctx context.Context, m string) memberResult {
 		return r.applyOn(ctx, p, w, pl, m)
 	}, func(m string, err error) memberResult {
 		res := memberResult{obs: MemberObservation{Name: m}}

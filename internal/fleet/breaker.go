@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // memberBreaker keeps a member that hangs from holding the reconciles that include it. A member
@@ -20,16 +21,22 @@ import (
 // answering again; see health.go.)
 type memberBreaker struct {
 	mu   sync.Mutex
-	slow map[string]sets.Set[types.NamespacedName]
+	slow map[string]sets.Set[wakeKey]
 }
 
-// skip tells whether pipeline's reconcile must skip member because it is slow, and records that
-// it did.
-func (b *memberBreaker) skip(member string, pipeline types.NamespacedName) bool {
+// wakeKey is a reconcile to bring back once a member answers: a pipeline's, or a ReaderLease's
+// (the tombstone replay, a controller with a queue of its own).
+type wakeKey struct {
+	types.NamespacedName
+	lease bool
+}
+
+// skip tells whether k's reconcile must skip member because it is slow, and records that it did.
+func (b *memberBreaker) skip(member string, k wakeKey) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if w, ok := b.slow[member]; ok {
-		w.Insert(pipeline)
+		w.Insert(k)
 		return true
 	}
 	return false
@@ -43,9 +50,9 @@ func (b *memberBreaker) markSlow(member string) {
 		return
 	}
 	if b.slow == nil {
-		b.slow = map[string]sets.Set[types.NamespacedName]{}
+		b.slow = map[string]sets.Set[wakeKey]{}
 	}
-	b.slow[member] = sets.New[types.NamespacedName]()
+	b.slow[member] = sets.New[wakeKey]()
 }
 
 // isSlow tells whether member is slow (see markSlow).
@@ -56,9 +63,9 @@ func (b *memberBreaker) isSlow(member string) bool {
 	return ok
 }
 
-// settle ends member's slow state (it answered, or its work ended) and returns the pipelines
-// that skipped it meanwhile, to be reconciled again.
-func (b *memberBreaker) settle(member string) []types.NamespacedName {
+// settle ends member's slow state (it answered, or its work ended) and returns the reconciles
+// that skipped it meanwhile, to be run again.
+func (b *memberBreaker) settle(member string) []wakeKey {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	w, ok := b.slow[member]
@@ -86,6 +93,12 @@ type runningWork struct {
 type workKey struct {
 	pipeline types.NamespacedName
 	member   string
+	// lease marks the work of the tombstone replay on a ReaderLease named pipeline.
+	lease bool
+}
+
+func pipelineWakeKey(p client.Object) wakeKey {
+	return wakeKey{NamespacedName: client.ObjectKeyFromObject(p)}
 }
 
 // begin records that work on k starts, unless some already runs.

@@ -11,10 +11,15 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 )
 
 func TestMemberBreakerSlow(t *testing.T) {
-	p1, p2 := types.NamespacedName{Namespace: "ns", Name: "p1"}, types.NamespacedName{Namespace: "ns", Name: "p2"}
+	n1 := types.NamespacedName{Namespace: "ns", Name: "p1"}
+	p1, p2 := wakeKey{NamespacedName: n1}, wakeKey{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "p2"}}
+	// A ReaderLease's replay skipped the member too: it comes back in its own controller.
+	l1 := wakeKey{NamespacedName: n1, lease: true}
 	var b memberBreaker
 	if b.skip("m", p1) {
 		t.Fatal("a member never marked slow was skipped")
@@ -23,19 +28,24 @@ func TestMemberBreakerSlow(t *testing.T) {
 	if !b.isSlow("m") || b.isSlow("other") {
 		t.Fatal("isSlow does not tell the member marked slow")
 	}
-	for _, p := range []types.NamespacedName{p1, p2, p1} {
-		if !b.skip("m", p) {
+	for _, k := range []wakeKey{p1, p2, p1, l1} {
+		if !b.skip("m", k) {
 			t.Fatal("a slow member was not skipped")
 		}
 	}
 	if b.skip("other", p1) {
 		t.Fatal("another member was skipped")
 	}
-	// settle ends the slow state and hands back each pipeline that skipped the member, once.
+	// settle ends the slow state and hands back each reconcile that skipped the member, once.
 	got := b.settle("m")
-	slices.SortFunc(got, func(a, b types.NamespacedName) int { return strings.Compare(a.Name, b.Name) })
-	if !slices.Equal(got, []types.NamespacedName{p1, p2}) || b.isSlow("m") {
-		t.Fatalf("settle = %v, slow after = %v; want [p1 p2], not slow", got, b.isSlow("m"))
+	slices.SortFunc(got, func(a, b wakeKey) int {
+		if c := strings.Compare(a.Name, b.Name); c != 0 {
+			return c
+		}
+		return strings.Compare(fmt.Sprint(a.lease), fmt.Sprint(b.lease))
+	})
+	if want := []wakeKey{p1, l1, p2}; !slices.Equal(got, want) || b.isSlow("m") {
+		t.Fatalf("settle = %v, slow after = %v; want %v, not slow", got, b.isSlow("m"), want)
 	}
 	if got := b.settle("m"); got != nil {
 		t.Fatalf("a second settle returned %v", got)
@@ -135,5 +145,28 @@ func TestIsTimeout(t *testing.T) {
 	}
 	if !isUnreachable(fmt.Errorf("cluster %q %w: timed out", "m", errMemberDown)) {
 		t.Error("a member found down is not reported unreachable")
+	}
+}
+
+// A member that answers again brings back every reconcile that skipped it, each in its own
+// controller: a ReaderLease's key in the pipeline controller's queue would be lost.
+func TestWakeRoutesEachKeyToItsController(t *testing.T) {
+	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[mcreconcile.Request]())
+	defer q.ShutDown()
+	r := &CoordinatorReconciler{}
+	r.queue.Store(&q)
+	var leases []types.NamespacedName
+	r.wakeLease = func(keys ...types.NamespacedName) { leases = append(leases, keys...) }
+	n := types.NamespacedName{Namespace: "urutau-system", Name: "mysql-1101-abc"}
+	r.wake(wakeKey{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "p"}}, wakeKey{NamespacedName: n, lease: true})
+	if q.Len() != 1 {
+		t.Fatalf("pipeline queue holds %d keys, want 1 (the pipeline)", q.Len())
+	}
+	got, _ := q.Get()
+	if got.Name != "p" {
+		t.Fatalf("pipeline queue got %v", got)
+	}
+	if !slices.Equal(leases, []types.NamespacedName{n}) {
+		t.Fatalf("lease controller woken for %v, want [%v]", leases, n)
 	}
 }

@@ -59,7 +59,7 @@ func (r *CoordinatorReconciler) reconcileDelete(ctx context.Context, p *urutauv1
 // release empties the members lease l records for the deleted pipeline p, and records what is
 // left. It returns the entries left.
 func (r *CoordinatorReconciler) release(ctx context.Context, p *urutauv1alpha1.CDCPipeline, l *urutauv1alpha1.ReaderLease, members []inventory.Member, expired bool) ([]urutauv1alpha1.LeaseMember, error) {
-	states := r.members.clean(ctx, r.fanOutOptions(client.ObjectKeyFromObject(p), "clean"), ownEntries(l, p.UID), members, r.markTimedOut)
+	states := r.members.clean(ctx, r.fanOutOptions(pipelineWakeKey(p), "clean"), ownEntries(l, p.UID), members, r.markTimedOut)
 	d := planRelease(releaseInput{
 		Self: p.UID, Current: l, Observed: states, Expired: expired, Now: metav1.Now().Rfc3339Copy(),
 		Reason: fmt.Sprintf("CDCPipeline %s/%s was deleted while this cluster could not be emptied within %s", p.Namespace, p.Name, r.TombstoneGrace),

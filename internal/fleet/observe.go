@@ -163,7 +163,7 @@ func (r *CoordinatorReconciler) observeIdentities(ctx context.Context, p *urutau
 	// Reading an identity is one GET, and most reconciles find it known already: a member that
 	// takes longer (not engaged yet, or not answering) is not waited for; its late answer brings
 	// the pipeline back.
-	opts := r.fanOutOptions(client.ObjectKeyFromObject(p), "identity")
+	opts := r.fanOutOptions(pipelineWakeKey(p), "identity")
 	opts.patience = min(opts.patience, identityPatience)
 	found, _ := fanOut(ctx, opts, sets.List(names), func(ctx context.Context, m string) identityResult {
 		return r.readIdentity(ctx, m)

@@ -98,7 +98,7 @@ func (r *CoordinatorReconciler) cleanDeparted(ctx context.Context, p *urutauv1al
 		}
 		reachable[e.Cluster] = e
 	}
-	done, late := fanOut(ctx, r.fanOutOptions(client.ObjectKeyFromObject(p), "clean"), sortedKeys(reachable), func(ctx context.Context, m string) departedResult {
+	done, late := fanOut(ctx, r.fanOutOptions(pipelineWakeKey(p), "clean"), sortedKeys(reachable), func(ctx context.Context, m string) departedResult {
 		return r.cleanOn(ctx, m, reachable[m])
 	}, func(_ string, err error) departedResult {
 		return departedResult{state: DepartedHolding, message: err.Error()}

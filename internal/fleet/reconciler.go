@@ -117,6 +117,8 @@ type CoordinatorReconciler struct {
 	running runningWork
 	// queue is the controller's queue: work that ends late brings its pipeline back through it.
 	queue atomic.Pointer[workqueue.TypedRateLimitingInterface[mcreconcile.Request]]
+	// wakeLease has a ReaderLease's tombstone replay run again (LeaseReconciler.requeue).
+	wakeLease func(keys ...types.NamespacedName)
 	// hubEchoes and leaseEchoes filter the hub watch events of our own writes to pipelines and
 	// ReaderLeases (echoFilter).
 	hubEchoes, leaseEchoes echoFilter
@@ -208,6 +210,18 @@ func (r *CoordinatorReconciler) ensureFinalizer(ctx context.Context, p *urutauv1
 }
 
 // requeue has pipelines reconciled again.
+// wake brings back the reconciles of keys, each in its own controller's queue.
+func (r *CoordinatorReconciler) wake(keys ...wakeKey) {
+	for _, k := range keys {
+		switch {
+		case !k.lease:
+			r.requeue(k.NamespacedName)
+		case r.wakeLease != nil:
+			r.wakeLease(k.NamespacedName)
+		}
+	}
+}
+
 func (r *CoordinatorReconciler) requeue(keys ...types.NamespacedName) {
 	q := r.queue.Load()
 	if q == nil {
@@ -242,13 +256,14 @@ func nowRFC3339() string { return time.Now().UTC().Format(time.RFC3339) }
 // fanOutOptions are fanOut's options for the reconcile of pipeline key: work on a member starts
 // only where none of that pipeline's runs, a member whose work the reconcile stops waiting for is slow (memberBreaker), and
 // work that ends late brings the pipeline back, with the pipelines that skipped the member meanwhile.
-func (r *CoordinatorReconciler) fanOutOptions(key types.NamespacedName, what string) fanOutOptions {
+func (r *CoordinatorReconciler) fanOutOptions(key wakeKey, what string) fanOutOptions {
+	work := func(m string) workKey { return workKey{pipeline: key.NamespacedName, member: m, lease: key.lease} }
 	return fanOutOptions{
 		what:     what,
 		timeout:  r.MemberTimeout,
 		patience: r.MemberTimeout / 2,
 		start: func(m string) bool {
-			return !r.members.breaker.skip(m, key) && r.running.begin(workKey{key, m})
+			return !r.members.breaker.skip(m, key) && r.running.begin(work(m))
 		},
 		slow: func(m string) {
 			r.members.breaker.markSlow(m)
@@ -258,10 +273,10 @@ func (r *CoordinatorReconciler) fanOutOptions(key types.NamespacedName, what str
 			return r.members.breaker.isSlow(m) || r.Liveness.silent(r.members.host(m), begun, time.Now()) >= memberSilence
 		},
 		end: func(m string, late bool) {
-			r.running.end(workKey{key, m})
+			r.running.end(work(m))
 			if late {
 				memberHeld.WithLabelValues(m).Set(0)
-				r.requeue(append(r.members.breaker.settle(m), key)...)
+				r.wake(append(r.members.breaker.settle(m), key)...)
 			}
 		},
 	}

@@ -92,6 +92,7 @@ func (r *CoordinatorReconciler) SetupWithManager(mgr mcmanager.Manager) error {
 		return err
 	}
 	lr := r.leaseReconciler()
+	r.wakeLease = lr.requeue
 	r.health = r.healthMonitor(mgr, lr)
 	if err := mgr.GetLocalManager().Add(r.health); err != nil {
 		return fmt.Errorf("adding the member health checks: %w", err)
@@ -165,7 +166,9 @@ func inNamespace(ns string) predicate.Predicate {
 func (r *CoordinatorReconciler) leaseReconciler() *LeaseReconciler {
 	return &LeaseReconciler{
 		client: r.Client, apiReader: r.APIReader, inventory: r.Inventory, members: &r.members, leases: &r.leases,
-		recorder: r.Recorder, options: func(key types.NamespacedName) fanOutOptions { return r.fanOutOptions(key, "replay") },
+		recorder: r.Recorder, options: func(key types.NamespacedName) fanOutOptions {
+			return r.fanOutOptions(wakeKey{NamespacedName: key, lease: true}, "replay")
+		},
 		timedOut: r.markTimedOut,
 	}
 }
