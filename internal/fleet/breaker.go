@@ -97,6 +97,7 @@ type workKey struct {
 	lease bool
 }
 
+// pipelineWakeKey is the wakeKey of pipeline p's reconcile.
 func pipelineWakeKey(p client.Object) wakeKey {
 	return wakeKey{NamespacedName: client.ObjectKeyFromObject(p)}
 }

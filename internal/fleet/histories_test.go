@@ -110,6 +110,27 @@ func playPod(ctx context.Context, m *testenv.Cluster, ns, name string) *corev1.P
 	return pod
 }
 
+// slowPod plays the StatefulSet controller with a pod that shuts down slowly: a finalizer holds it
+// once deleted, until releasePod.
+func slowPod(ctx context.Context, m *testenv.Cluster, ns, name string) *corev1.Pod {
+	GinkgoHelper()
+	pod := fakeCoordinatorPod(ns, name)
+	pod.Finalizers = []string{"example.com/slow-shutdown"}
+	Expect(m.Client.Create(ctx, pod)).To(Succeed())
+	return pod
+}
+
+// releasePod lets a slowPod go.
+func releasePod(ctx context.Context, m *testenv.Cluster, pod *corev1.Pod) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		got := &corev1.Pod{}
+		g.Expect(m.Client.Get(ctx, client.ObjectKeyFromObject(pod), got)).To(Succeed())
+		got.Finalizers = nil
+		g.Expect(m.Client.Update(ctx, got)).To(Succeed())
+	}).Should(Succeed())
+}
+
 // killPod plays the garbage collector: the pod goes.
 func killPod(ctx context.Context, m *testenv.Cluster, pod *corev1.Pod) {
 	GinkgoHelper()
@@ -311,27 +332,19 @@ var _ = Describe("One reader per source identity", func() {
 		Expect(hubClient.Create(ctx, p)).To(Succeed())
 		Eventually(func(g Gomega) { expectPlaced(g, ctx, members["a"], p) }).Should(Succeed())
 		// A pod that is terminating: deleted, held by a finalizer as a slow shutdown would hold it.
-		pod := fakeCoordinatorPod(ns, p.Name)
-		pod.Finalizers = []string{"example.com/slow-shutdown"}
-		Expect(members["a"].Client.Create(ctx, pod)).To(Succeed())
+		pod := slowPod(ctx, members["a"], ns, p.Name)
 		Expect(members["a"].Client.Delete(ctx, pod)).To(Succeed())
 		updatePipeline(ctx, client.ObjectKeyFromObject(p), func(p *urutauv1alpha1.CDCPipeline) { p.Spec.Placement.Clusters = []string{"b"} })
 		Consistently(func(g Gomega) { expectEmpty(g, ctx, members["b"], ns, p.UID) }, 3*time.Second).Should(Succeed())
-		Eventually(func(g Gomega) {
-			got := &corev1.Pod{}
-			g.Expect(members["a"].Client.Get(ctx, client.ObjectKeyFromObject(pod), got)).To(Succeed())
-			got.Finalizers = nil
-			g.Expect(members["a"].Client.Update(ctx, got)).To(Succeed())
-		}).Should(Succeed())
+		releasePod(ctx, members["a"], pod)
 		Eventually(func(g Gomega) { expectPlaced(g, ctx, members["b"], p) }).Should(Succeed())
 	})
+
 	It("empties a member that answers once the deleted pipeline's terminating pod goes, and lets the renamed one start", func(ctx SpecContext) {
 		old := newPipeline(ns, "slow-old", onClusters("a"))
 		Expect(hubClient.Create(ctx, old)).To(Succeed())
 		Eventually(func(g Gomega) { expectPlaced(g, ctx, members["a"], old) }).Should(Succeed())
-		pod := fakeCoordinatorPod(ns, old.Name)
-		pod.Finalizers = []string{"example.com/slow-shutdown"}
-		Expect(members["a"].Client.Create(ctx, pod)).To(Succeed())
+		pod := slowPod(ctx, members["a"], ns, old.Name)
 
 		By("the deletion outlasts the grace: the CR goes, a's entry stays as a tombstone")
 		Expect(hubClient.Delete(ctx, old)).To(Succeed())
@@ -347,12 +360,7 @@ var _ = Describe("One reader per source identity", func() {
 		Consistently(func(g Gomega) { expectEmpty(g, ctx, members["b"], ns, renamed.UID) }, 2*time.Second).Should(Succeed())
 
 		By("the pod goes; nothing else happens: the tombstone replay empties a by itself")
-		Eventually(func(g Gomega) {
-			got := &corev1.Pod{}
-			g.Expect(members["a"].Client.Get(ctx, client.ObjectKeyFromObject(pod), got)).To(Succeed())
-			got.Finalizers = nil
-			g.Expect(members["a"].Client.Update(ctx, got)).To(Succeed())
-		}).Should(Succeed())
+		releasePod(ctx, members["a"], pod)
 		killPod(ctx, members["a"], pod)
 		Eventually(func(g Gomega) {
 			e, err := leaseEntry(ctx, old.UID, "a")

@@ -209,7 +209,6 @@ func (r *CoordinatorReconciler) ensureFinalizer(ctx context.Context, p *urutauv1
 	return nil
 }
 
-// requeue has pipelines reconciled again.
 // wake brings back the reconciles of keys, each in its own controller's queue.
 func (r *CoordinatorReconciler) wake(keys ...wakeKey) {
 	for _, k := range keys {
@@ -222,6 +221,7 @@ func (r *CoordinatorReconciler) wake(keys ...wakeKey) {
 	}
 }
 
+// requeue has pipelines reconciled again.
 func (r *CoordinatorReconciler) requeue(keys ...types.NamespacedName) {
 	q := r.queue.Load()
 	if q == nil {
@@ -253,9 +253,10 @@ func hubKey(o client.Object) string { return o.GetNamespace() + "/" + o.GetName(
 // nowRFC3339 is a terminated.at value.
 func nowRFC3339() string { return time.Now().UTC().Format(time.RFC3339) }
 
-// fanOutOptions are fanOut's options for the reconcile of pipeline key: work on a member starts
-// only where none of that pipeline's runs, a member whose work the reconcile stops waiting for is slow (memberBreaker), and
-// work that ends late brings the pipeline back, with the pipelines that skipped the member meanwhile.
+// fanOutOptions are fanOut's options for the reconcile of key (a pipeline, or a lease's tombstone
+// replay): work on a member starts only where none of that key's runs, a member whose work the
+// reconcile stops waiting for is slow (memberBreaker), and work that ends late brings key back,
+// with the reconciles that skipped the member meanwhile, each in its own controller (wake).
 func (r *CoordinatorReconciler) fanOutOptions(key wakeKey, what string) fanOutOptions {
 	work := func(m string) workKey { return workKey{pipeline: key.NamespacedName, member: m, lease: key.lease} }
 	return fanOutOptions{
