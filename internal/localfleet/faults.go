@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -33,13 +32,9 @@ func signalComponent(o Options, cluster, name string, sig syscall.Signal) error 
 	if err != nil {
 		return err
 	}
-	raw, err := os.ReadFile(c.pidFile)
+	pid, err := c.pid()
 	if err != nil {
-		return fmt.Errorf("reading %s: %w", c.pidFile, err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(raw)))
-	if err != nil {
-		return fmt.Errorf("%s: %w", c.pidFile, err)
+		return err
 	}
 	if err := syscall.Kill(pid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
 		return fmt.Errorf("sending %s to %s of %q: %w", sig, name, cluster, err)

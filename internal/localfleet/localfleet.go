@@ -93,13 +93,9 @@ func StopAPIServer(ctx context.Context, o Options, name string) error {
 	if err != nil {
 		return err
 	}
-	raw, err := os.ReadFile(c.pidFile)
+	pid, err := c.pid()
 	if err != nil {
-		return fmt.Errorf("reading %s: %w", c.pidFile, err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(raw)))
-	if err != nil {
-		return fmt.Errorf("%s: %w", c.pidFile, err)
+		return err
 	}
 	// No graceful drain: the point is a server that vanishes.
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
@@ -196,12 +192,21 @@ func (o Options) component(cluster, name string) (component, error) {
 
 // running tells whether the process of the component's pid file is alive.
 func (c component) running() bool {
+	pid, err := c.pid()
+	return err == nil && syscall.Kill(pid, 0) == nil
+}
+
+// pid reads the component's pid file.
+func (c component) pid() (int, error) {
 	raw, err := os.ReadFile(c.pidFile)
 	if err != nil {
-		return false
+		return 0, fmt.Errorf("reading %s: %w", c.pidFile, err)
 	}
 	pid, err := strconv.Atoi(strings.TrimSpace(string(raw)))
-	return err == nil && syscall.Kill(pid, 0) == nil
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", c.pidFile, err)
+	}
+	return pid, nil
 }
 
 // start runs the component with the flags kwokctl recorded and records its pid where kwokctl
