@@ -81,6 +81,9 @@ func Delete(ctx context.Context, o Options) error {
 			errs = append(errs, err)
 		}
 		_ = os.Remove(o.kubeconfigPath(name))
+		if err := releasePorts(o.clusterDir(name)); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -166,7 +169,7 @@ type component struct {
 }
 
 func (o Options) component(cluster, name string) (component, error) {
-	dir := filepath.Join(o.WorkDir, "clusters", cluster)
+	dir := o.clusterDir(cluster)
 	raw, err := os.ReadFile(filepath.Join(dir, "kwok.yaml"))
 	if err != nil {
 		return component{}, fmt.Errorf("reading the kwokctl config of %q: %w", cluster, err)
@@ -246,6 +249,11 @@ func (o Options) logf(format string, args ...any) {
 	}
 }
 
+// clusterDir is where kwokctl keeps the named cluster's state (KWOK_WORKDIR/clusters/NAME).
+func (o Options) clusterDir(name string) string {
+	return filepath.Join(o.WorkDir, "clusters", name)
+}
+
 func (o Options) kubeconfigPath(name string) string {
 	return filepath.Join(o.WorkDir, name+".kubeconfig")
 }
@@ -257,9 +265,9 @@ func (o Options) create(ctx context.Context, name string) (Cluster, error) {
 			return c, nil
 		}
 	}
-	// kwokctl picks free ports, then starts the components: two creates at once, in this process
-	// or another (test packages run in parallel), can pick the same port. Creates are serialised
-	// machine-wide, and a cluster whose API server did not come up is made again.
+	// Ports come from the machine-wide registry (ports.go), and creates are serialised
+	// machine-wide so that two reservations never race, in this process or another (test
+	// packages run in parallel). A cluster whose API server did not come up is made again.
 	unlock, err := lockCreates(ctx)
 	if err != nil {
 		return c, err
@@ -322,7 +330,15 @@ func waitReachable(ctx context.Context, c Cluster, timeout time.Duration) error 
 
 func (o Options) kwokctlCreate(ctx context.Context, c Cluster) error {
 	name := c.Name
-	err := o.kwokctl(ctx, "create", "cluster", "--name", name, "--runtime", "binary",
+	ports, err := reservePorts(o.clusterDir(name))
+	if err != nil {
+		return err
+	}
+	config := filepath.Join(o.WorkDir, name+"-ports.yaml")
+	if err := os.WriteFile(config, []byte(ports.kwokctlConfig()), 0o644); err != nil {
+		return err
+	}
+	err = o.kwokctl(ctx, "create", "cluster", "--name", name, "--runtime", "binary", "--config", config,
 		"--kube-apiserver-binary", filepath.Join(o.BinDir, "kube-apiserver"),
 		"--kube-controller-manager-binary", filepath.Join(o.BinDir, "kube-controller-manager"),
 		"--kube-scheduler-binary", filepath.Join(o.BinDir, "kube-scheduler"),

@@ -2,13 +2,16 @@ package localfleet
 
 import (
 	"context"
+	"net/url"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -38,6 +41,9 @@ func TestFleetRunsPods(t *testing.T) {
 	}
 	if len(clusters) != 2 {
 		t.Fatalf("%d clusters, want 2", len(clusters))
+	}
+	for _, c := range clusters {
+		assertServesOnReservedPort(t, o, c)
 	}
 	cl, err := clusters[1].Client(client.Options{})
 	if err != nil {
@@ -101,4 +107,25 @@ func waitFor(t *testing.T, timeout time.Duration, what string, ok func() bool) {
 		time.Sleep(250 * time.Millisecond)
 	}
 	t.Fatalf("timed out after %s waiting for %s", timeout, what)
+}
+
+// assertServesOnReservedPort checks that kwokctl took the API server port the registry reserved
+// for the cluster, not one of its own choosing.
+func assertServesOnReservedPort(t *testing.T, o Options, c Cluster) {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", c.KubeconfigPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := url.Parse(cfg.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner, err := os.ReadFile(filepath.Join(portRegistry(), u.Port()))
+	if err != nil {
+		t.Fatalf("cluster %s serves on port %s, which the registry did not reserve: %v", c.Name, u.Port(), err)
+	}
+	if got, want := string(owner), o.clusterDir(c.Name); got != want {
+		t.Fatalf("port %s of cluster %s is reserved for %s", u.Port(), c.Name, got)
+	}
 }

@@ -65,7 +65,14 @@ func TestFaults(t *testing.T) {
 	}
 	RegisterFailHandler(Fail)
 	RunSpecs(t, "urutau fleet faults")
+	if upErr != nil {
+		// Repeated last, where a CI log's tail shows it: the suite failed before any spec ran.
+		t.Logf("the local fleet did not come up: %v", upErr)
+	}
 }
+
+// upErr is why localfleet.Up failed in BeforeSuite, if it did.
+var upErr error
 
 var _ = BeforeSuite(func(ctx SpecContext) {
 	bin := os.Getenv("KUBEBUILDER_ASSETS")
@@ -106,6 +113,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 		_ = localfleet.Teardown(context.WithoutCancel(ctx), localfleet.FleetOptions{Options: fleetOpts,
 			Members: []localfleet.Member{{Name: memberA}, {Name: memberB}}})
 	}
+	upErr = err
 	Expect(err).NotTo(HaveOccurred())
 	logf("fleet up in %s (hub log %s)", time.Since(start).Round(100*time.Millisecond), lf.HubLog())
 	hub, err = lf.Client("hub")

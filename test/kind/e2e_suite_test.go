@@ -46,7 +46,14 @@ func TestE2E(t *testing.T) {
 	}
 	RegisterFailHandler(Fail)
 	RunSpecs(t, "urutau fleet e2e")
+	if upErr != nil {
+		// Repeated last, where a CI log's tail shows it: the suite failed before any spec ran.
+		t.Logf("the local fleet did not come up: %v", upErr)
+	}
 }
+
+// upErr is why localfleet.Up failed in BeforeSuite, if it did.
+var upErr error
 
 var _ = SynchronizedBeforeSuite(func(ctx SpecContext) {}, func(ctx SpecContext) {
 	input = SpecInput{Namespace: e2eNamespace, SourceSecret: e2eSourceSecret, Timeout: 90 * time.Second,
@@ -108,6 +115,7 @@ func startLocalFleet(ctx context.Context) {
 		Members:    members,
 		Namespaces: []string{e2eNamespace},
 	})
+	upErr = err
 	Expect(err).NotTo(HaveOccurred())
 	input.Hub, err = fleet.Client("hub")
 	Expect(err).NotTo(HaveOccurred())
