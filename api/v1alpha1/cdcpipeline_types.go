@@ -509,4 +509,10 @@ const (
 	// orphans there: objects the hub wrote for a pipeline UID that no ReaderLease records. Without
 	// it they are only reported.
 	AnnotationDeleteOrphans = "urutau.io/delete-orphans"
+
+	// AnnotationCredentialsExpireAt on a member's inventory entry says when the token in its
+	// kubeconfig expires (RFC 3339), as `hub join` and `hub member-secret --service-account`
+	// write it: run the same command again before then. The hub exports it as
+	// urutau_fleet_member_credentials_expiry_timestamp_seconds.
+	AnnotationCredentialsExpireAt = "urutau.io/credentials-expire-at"
 )

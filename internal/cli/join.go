@@ -52,7 +52,7 @@ func joinCommand() command {
 			fs.StringVar(&o.MemberCAFile, "member-ca-file", "", "The member's certificate authority (default: the one in the member's kubeconfig).")
 			fs.StringSliceVar(&o.Namespaces, "namespaces", nil, "The member's namespaces that run pipelines, which must exist: each is opened to the fleet (the hub's RoleBinding and the label urutau.io/fleet-managed=true) and the hub's access checked there. System namespaces are refused.")
 			fs.StringSliceVar(&allowlist, "member-server-allowlist", nil, "The hub's --member-server-allowlist, when it has one: join refuses a member server the hub would refuse.")
-			fs.DurationVar(&o.TokenTTL, "token-ttl", 8760*time.Hour, "How long the hub's token for the member is valid; run join again before it expires (annotation urutau.io/credentials-expire-at).")
+			fs.DurationVar(&o.TokenTTL, "token-ttl", 30*24*time.Hour, "How long the hub's token for the member is valid; run join again before it expires (annotation urutau.io/credentials-expire-at, metric urutau_fleet_member_credentials_expiry_timestamp_seconds, alert UrutauFleetMemberCredentialsExpiring 7 days before).")
 			fs.BoolVar(&o.DryRun, "dry-run", false, "Print what join would do; write nothing.")
 			fs.BoolVar(&o.Force, "force", false, "Take over an entry of that name that records another cluster, or join a cluster already joined under another name.")
 		},

@@ -95,6 +95,18 @@ func age(t *time.Time, now time.Time) string {
 	return duration.HumanDuration(now.Sub(*t))
 }
 
+// expiry says when credentials expire, relative to now: "in 29d", "expired 2h ago", <none>.
+func expiry(t *time.Time, now time.Time) string {
+	switch {
+	case t == nil || t.IsZero():
+		return "<none>"
+	case t.After(now):
+		return "in " + duration.HumanDuration(t.Sub(now))
+	default:
+		return "expired " + duration.HumanDuration(now.Sub(*t)) + " ago"
+	}
+}
+
 // truncate keeps table cells to one readable line; -o yaml|json has the whole text.
 func truncate(s string, n int) string {
 	s = strings.Join(strings.Fields(s), " ")

@@ -49,7 +49,8 @@ func TestViewOnARealHub(t *testing.T) {
 		`^us-1\s+<none>\s+False\s+True\s+<unknown>\s+1\s+0\s+0$`)
 
 	out, _ = run(t, "members", "--kubeconfig", kubeconfig, "-o", "wide")
-	wantLines(t, out, `^NAME\s+.*TOMBSTONES\s+SOURCE\s+LABELS$`, `^eu-1\s+.*\s+Secret\s+region=eu$`)
+	wantLines(t, out, `^NAME\s+.*TOMBSTONES\s+CREDENTIALS\s+SOURCE\s+LABELS$`, `^eu-1\s+.*\s+in 30d\s+Secret\s+region=eu$`,
+		`^us-1\s+.*\s+<none>\s+Secret\s+`)
 
 	out, _ = run(t, "members", "--kubeconfig", kubeconfig, "-o", "json")
 	var members struct {
@@ -139,7 +140,8 @@ func seedHub(t *testing.T, hub *testenv.Cluster) {
 		mustCreate(ctx, t, hub, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 	}
 	eu := testenv.KubeconfigSecret("urutau-system", "eu-1", []byte("unused"), map[string]string{"region": "eu"})
-	eu.Annotations = map[string]string{"urutau.io/cluster-id": "uid-eu-1"}
+	eu.Annotations = map[string]string{"urutau.io/cluster-id": "uid-eu-1",
+		"urutau.io/credentials-expire-at": now().Add(30 * 24 * time.Hour).UTC().Format(time.RFC3339)}
 	mustCreate(ctx, t, hub, eu)
 	mustCreate(ctx, t, hub, testenv.KubeconfigSecret("urutau-system", "us-1", []byte("unused"), nil))
 	// A tombstone: the reader lease entry of a pipeline deleted while member "gone" did not answer.

@@ -62,6 +62,7 @@ func (h *healthMonitor) round(ctx context.Context) {
 	now := time.Now()
 	h.prune(members)
 	for _, m := range members {
+		recordCredentialsExpiry(m)
 		if !h.due(m.Name, now) {
 			continue
 		}

@@ -1,8 +1,13 @@
 package fleet
 
 import (
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
+	"github.com/urutau-io/fleet/internal/fleet/inventory"
 )
 
 // Metrics, registered with controller-runtime's registry so the manager serves them. The cluster
@@ -47,6 +52,10 @@ var (
 		Name: "urutau_fleet_member_pipelines",
 		Help: "Pipelines placed on (or being removed from) the member, by phase.",
 	}, []string{"cluster", "phase"})
+	memberCredentialsExpiry = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "urutau_fleet_member_credentials_expiry_timestamp_seconds",
+		Help: "When the token in the member's credentials expires (Unix time), from its entry's urutau.io/credentials-expire-at annotation; no series when the entry has none.",
+	}, []string{"cluster"})
 	memberPanics = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "urutau_fleet_member_panics_total",
 		Help: "Panics recovered in the work on one member (each is a bug: the log has its stack).",
@@ -77,11 +86,22 @@ type deleterByLabels interface {
 // memberMetrics are the vectors with a cluster label, dropped for a member that leaves.
 var memberMetrics = []deleterByLabels{
 	memberDuration, memberErrors, applies, noopApplies, memberUp, memberEngaged, memberHeld,
-	memberPipelines, memberPanics, orphans,
+	memberPipelines, memberPanics, orphans, memberCredentialsExpiry,
 }
 
 func init() {
 	metrics.Registry.MustRegister(memberDuration, memberErrors, applies, noopApplies, tombstonesWritten,
 		memberUp, memberEngaged, memberHeld, memberPipelines, memberPanics, orphans, tombstonesPending,
-		leaseWaits, pipelinesByReady)
+		leaseWaits, pipelinesByReady, memberCredentialsExpiry)
+}
+
+// recordCredentialsExpiry exports when m's credentials expire, as its entry says; an entry that
+// says nothing, or nothing readable, has no series (an alert on the expiry must not fire on it).
+func recordCredentialsExpiry(m inventory.Member) {
+	at, err := time.Parse(time.RFC3339, m.Annotations[urutauv1alpha1.AnnotationCredentialsExpireAt])
+	if err != nil {
+		memberCredentialsExpiry.DeleteLabelValues(m.Name)
+		return
+	}
+	memberCredentialsExpiry.WithLabelValues(m.Name).Set(float64(at.Unix()))
 }

@@ -11,12 +11,11 @@ import (
 
 // AnnotationClusterID on an inventory entry records the member's identity (its kube-system
 // namespace UID) as `hub join` found it.
-const AnnotationClusterID = "urutau.io/cluster-id"
+const AnnotationClusterID = urutauv1alpha1.AnnotationClusterID
 
 // AnnotationCredentialsExpireAt on an inventory entry says when the token in its kubeconfig
-// expires (RFC 3339), as `hub join` and `hub member-secret --service-account` write it: run the
-// same command again before then.
-const AnnotationCredentialsExpireAt = "urutau.io/credentials-expire-at"
+// expires.
+const AnnotationCredentialsExpireAt = urutauv1alpha1.AnnotationCredentialsExpireAt
 
 // Condition statuses, as Kubernetes spells them.
 const (
@@ -93,6 +92,9 @@ func observe(name string, e *Entry, placements []Placement) Member {
 	}
 	if e != nil {
 		m.Source, m.Labels, m.Identity = e.Kind, e.Labels, e.Annotations[AnnotationClusterID]
+		if at, err := time.Parse(time.RFC3339, e.Annotations[AnnotationCredentialsExpireAt]); err == nil {
+			m.CredentialsExpireAt = &at
+		}
 	}
 	var latest Placement
 	for _, pl := range placements {

@@ -78,9 +78,12 @@ type Member struct {
 	Placed int `json:"pipelinesPlaced"`
 	Ready  int `json:"pipelinesReady"`
 	// Tombstones counts the pending cleanups of deleted pipelines there.
-	Tombstones int               `json:"tombstonesPending"`
-	Source     string            `json:"source"`
-	Labels     map[string]string `json:"labels,omitempty"`
+	Tombstones int `json:"tombstonesPending"`
+	// CredentialsExpireAt is when the token in the entry's credentials expires, from its
+	// urutau.io/credentials-expire-at annotation; nil when it says nothing.
+	CredentialsExpireAt *time.Time        `json:"credentialsExpireAt,omitempty"`
+	Source              string            `json:"source"`
+	Labels              map[string]string `json:"labels,omitempty"`
 }
 
 // PlacementRow is one row of `kubectl urutau status`.

@@ -1237,6 +1237,20 @@ versions:
     for: 15m
     labels:
       severity: warning
+  - alert: UrutauFleetMemberCredentialsExpiring
+    annotations:
+      description: The token in the kubeconfig Secret of member {{`{{`}} $labels.cluster
+        {{`}}`}} expires in {{`{{`}} $value | humanizeDuration {{`}}`}}; from then the member is Unreachable.
+        Run `kubectl urutau join {{`{{`}} $labels.cluster {{`}}`}}` (or `hub member-secret --service-account`)
+        again to renew it.
+      runbook_url: https://github.com/urutau-io/fleet/blob/main/docs/troubleshooting.md#member-credentials-that-expire
+      summary: The hub's credentials for member {{`{{`}} $labels.cluster {{`}}`}} expire within
+        7 days.
+    expr: min by (cluster) (urutau_fleet_member_credentials_expiry_timestamp_seconds)
+      - time() < 7 * 86400
+    for: 10m
+    labels:
+      severity: warning
   - alert: UrutauFleetPipelinesNotReady
     annotations:
       description: Some pipelines are not Ready on the hub. `kubectl urutau status
