@@ -54,6 +54,7 @@ type options struct {
 	webhookCertDir        string
 	webhookSelfSigned     bool
 	webhookService        string
+	metricsService        string
 	webhookConfiguration  string
 	webhookCertSecret     string
 	webhookCertHosts      []string
@@ -121,6 +122,8 @@ func newFlagSet(o *options, watchNamespaces *string, serverAllowlist *[]string) 
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8443", "Address of the metrics endpoint; \"0\" disables it.")
 	fs.BoolVar(&o.metricsSecure, "metrics-secure", true,
 		"Serve metrics over HTTPS, only to callers the hub cluster authenticates and authorizes for get on /metrics (TokenReview and SubjectAccessReview). false serves plain HTTP to anyone who can connect.")
+	fs.StringVar(&o.metricsService, "metrics-service", "urutau-fleet-metrics-service",
+		"Service of the metrics endpoint: with --webhook-self-signed the certificate is for it too, so --metrics-cert-dir may be the webhook's certificate directory.")
 	fs.StringVar(&o.metricsCertDir, "metrics-cert-dir", "",
 		"Directory holding the metrics endpoint's tls.crt and tls.key; empty: a self-signed certificate generated at start.")
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address of /healthz and /readyz.")

@@ -106,7 +106,8 @@ func selfSigned(o options, cfg *rest.Config) (internalwebhook.SelfSigned, error)
 		return internalwebhook.SelfSigned{}, err
 	}
 	return internalwebhook.SelfSigned{
-		Client: c, Namespace: o.providerNamespace, Service: o.webhookService, Hosts: o.webhookCertHosts,
+		Client: c, Namespace: o.providerNamespace, Service: o.webhookService, OtherServices: []string{o.metricsService},
+		Hosts:  o.webhookCertHosts,
 		Secret: o.webhookCertSecret, WebhookConfiguration: o.webhookConfiguration, CertDir: o.certDir(),
 		FieldManager: o.fieldManager,
 	}, nil

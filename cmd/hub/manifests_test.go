@@ -21,7 +21,11 @@ func TestShippedDeploymentArgs(t *testing.T) {
 				t.Fatal(err)
 			}
 			var dep *appsv1.Deployment
+			var metricsService string
 			for _, r := range resMap.Resources() {
+				if r.GetKind() == "Service" && r.GetLabels()["app.kubernetes.io/component"] == "metrics" {
+					metricsService = r.GetName()
+				}
 				if r.GetKind() != "Deployment" {
 					continue
 				}
@@ -58,6 +62,21 @@ func TestShippedDeploymentArgs(t *testing.T) {
 			}
 			if o.webhookSelfSigned != (overlay == "self-signed") {
 				t.Errorf("--webhook-self-signed = %v in overlay %s", o.webhookSelfSigned, overlay)
+			}
+			// The metrics endpoint serves the webhook's certificate, which is for the metrics
+			// Service too: what config/monitoring's ServiceMonitor verifies.
+			certDir := ""
+			for _, m := range c.VolumeMounts {
+				if m.Name == "webhook-cert" {
+					certDir = m.MountPath
+				}
+			}
+			// The webhook server reads its default directory (--webhook-cert-dir unset) in the pod.
+			if o.webhookCertDir != "" || certDir != "/tmp/k8s-webhook-server/serving-certs" || o.metricsCertDir != certDir {
+				t.Errorf("--metrics-cert-dir %q, want the webhook's certificate directory %q (mounted at %q)", o.metricsCertDir, "/tmp/k8s-webhook-server/serving-certs", certDir)
+			}
+			if o.metricsService != metricsService {
+				t.Errorf("--metrics-service %q, but the overlay's metrics Service is %q", o.metricsService, metricsService)
 			}
 		})
 	}

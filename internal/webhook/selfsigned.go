@@ -52,6 +52,9 @@ type SelfSigned struct {
 	Client client.Client
 	// Namespace and Service are where the API server reaches the webhook.
 	Namespace, Service string
+	// OtherServices are further Services of Namespace the certificate serves (the metrics
+	// endpoint shares it, so that a scraper verifies the hub with the same CA).
+	OtherServices []string
 	// Hosts are further names (DNS names or IP addresses) the serving certificate is for, e.g.
 	// when the API server calls the webhook by URL.
 	Hosts []string
@@ -233,10 +236,15 @@ func (s SelfSigned) ensureLeaf(ca *caState) error {
 	return writeAtomic(certPath, certPEM)
 }
 
-// hosts are the names of the serving certificate: the Service's DNS names, then Hosts.
+// hosts are the names of the serving certificate: the DNS names of Service and OtherServices,
+// then Hosts.
 func (s SelfSigned) hosts() []string {
-	svc := s.Service + "." + s.Namespace
-	return append([]string{svc + ".svc", svc, svc + ".svc.cluster.local"}, s.Hosts...)
+	var names []string
+	for _, name := range append([]string{s.Service}, s.OtherServices...) {
+		svc := name + "." + s.Namespace
+		names = append(names, svc+".svc", svc, svc+".svc.cluster.local")
+	}
+	return append(names, s.Hosts...)
 }
 
 // leafCurrent tells whether the files hold a usable pair from ca for hosts with more than a third

@@ -21,6 +21,8 @@ const (
 	testVWC    = "urutau-fleet-validating-webhook-configuration"
 	testSecret = "urutau-fleet-webhook-cert"
 	serviceDNS = "urutau-fleet-webhook-service.urutau-system.svc"
+	// metricsServiceDNS is the name config/monitoring's ServiceMonitor verifies.
+	metricsServiceDNS = "urutau-fleet-metrics-service.urutau-system.svc"
 )
 
 // startSelfSignedEnv starts a real API server with the namespace and a ValidatingWebhookConfiguration
@@ -60,7 +62,8 @@ func startSelfSignedEnv(t *testing.T, clientConfig admissionregistrationv1.Webho
 
 func replicaOf(c client.Client, dir string, now func() time.Time) SelfSigned {
 	return SelfSigned{Client: c, Namespace: "urutau-system", Service: "urutau-fleet-webhook-service",
-		Secret: testSecret, WebhookConfiguration: testVWC, CertDir: dir, FieldManager: "urutau-operator",
+		OtherServices: []string{"urutau-fleet-metrics-service"},
+		Secret:        testSecret, WebhookConfiguration: testVWC, CertDir: dir, FieldManager: "urutau-operator",
 		CAValidity: 90 * 24 * time.Hour, LeafValidity: 30 * 24 * time.Hour, Now: now}
 }
 
@@ -85,6 +88,7 @@ func TestSelfSigned(t *testing.T) {
 			}
 		}
 		expectVerified(t, c, step, now, one.CertDir, two.CertDir)
+		expectScrapeVerified(t, c, step, now, one.CertDir, two.CertDir)
 	}
 	ensureBoth("first start")
 	a, b := readCert(t, one.CertDir), readCert(t, two.CertDir)
@@ -183,6 +187,22 @@ func expectVerified(t *testing.T, c client.Client, step string, at time.Time, di
 	for _, d := range dirs {
 		if _, err := readCert(t, d).Verify(x509.VerifyOptions{Roots: pool, DNSName: serviceDNS, CurrentTime: at}); err != nil {
 			t.Errorf("%s: the API server could not verify the certificate in %s: %v", step, d, err)
+		}
+	}
+}
+
+// expectScrapeVerified checks what a ServiceMonitor (config/monitoring) does: the metrics
+// endpoint's certificate (the same files) verifies against ca.crt of the Secret, for the metrics
+// Service's name.
+func expectScrapeVerified(t *testing.T, c client.Client, step string, at time.Time, dirs ...string) {
+	t.Helper()
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM([]byte(storedCA(t, c))) {
+		t.Fatalf("%s: the Secret's ca.crt is not PEM", step)
+	}
+	for _, d := range dirs {
+		if _, err := readCert(t, d).Verify(x509.VerifyOptions{Roots: pool, DNSName: metricsServiceDNS, CurrentTime: at}); err != nil {
+			t.Errorf("%s: a scraper could not verify the metrics certificate in %s: %v", step, d, err)
 		}
 	}
 }

@@ -37,7 +37,14 @@ type serviceMonitor struct {
 			Interval        string `yaml:"interval"`
 			BearerTokenFile string `yaml:"bearerTokenFile"`
 			TLSConfig       *struct {
-				InsecureSkipVerify bool `yaml:"insecureSkipVerify"`
+				InsecureSkipVerify bool   `yaml:"insecureSkipVerify"`
+				ServerName         string `yaml:"serverName"`
+				CA                 struct {
+					Secret struct {
+						Name string `yaml:"name"`
+						Key  string `yaml:"key"`
+					} `yaml:"secret"`
+				} `yaml:"ca"`
 			} `yaml:"tlsConfig"`
 		} `yaml:"endpoints"`
 	} `yaml:"spec"`
@@ -66,7 +73,11 @@ type deployment struct {
 		Template struct {
 			Spec struct {
 				Containers []struct {
-					Args  []string `yaml:"args"`
+					Args         []string `yaml:"args"`
+					VolumeMounts []struct {
+						Name      string `yaml:"name"`
+						MountPath string `yaml:"mountPath"`
+					} `yaml:"volumeMounts"`
 					Ports []struct {
 						Name          string `yaml:"name"`
 						ContainerPort int    `yaml:"containerPort"`
@@ -110,6 +121,73 @@ func TestServiceMonitorScrapesTheHub(t *testing.T) {
 		t.Fatalf("Service %s has no port named %q", svc.Metadata.Name, ep.Port)
 	}
 	checkHubServesMetricsOn(t, svc.Spec.Ports[i].TargetPort)
+	checkScrapeVerified(t, ep.TLSConfig.InsecureSkipVerify, ep.TLSConfig.ServerName, ep.TLSConfig.CA.Secret.Name, ep.TLSConfig.CA.Secret.Key, svc.Metadata.Name)
+}
+
+// checkScrapeVerified follows the ServiceMonitor's TLS settings to what makes them hold, in both
+// installs: the hub serves metrics from its webhook certificate directory; cert-manager's
+// Certificate (config/hub/certmanager) is for the metrics Service too and is stored in the Secret
+// whose ca.crt the ServiceMonitor reads; the self-signed install (config/hub/self-signed) keeps
+// its CA in ca.crt of a Secret of the same name (the hub adds the metrics Service to its
+// certificate's names: internal/webhook TestSelfSigned).
+func checkScrapeVerified(t *testing.T, insecure bool, serverName, caSecret, caKey, metricsService string) {
+	t.Helper()
+	const prefix, namespace = "urutau-fleet-", "urutau-system"
+	if insecure {
+		t.Error("the ServiceMonitor skips verifying the hub's certificate")
+	}
+	if want := prefix + metricsService + "." + namespace + ".svc"; serverName != want {
+		t.Errorf("tlsConfig.serverName %q, want the metrics Service's name %q", serverName, want)
+	}
+	if caKey != "ca.crt" {
+		t.Errorf("tlsConfig.ca.secret.key %q, want ca.crt", caKey)
+	}
+	var cert struct {
+		Spec struct {
+			DNSNames   []string `yaml:"dnsNames"`
+			SecretName string   `yaml:"secretName"`
+		} `yaml:"spec"`
+	}
+	certs := docsOfKind(t, "Certificate", hubDir+"/certmanager")
+	if len(certs) != 1 {
+		t.Fatalf("config/hub/certmanager has %d Certificates, want the hub's", len(certs))
+	}
+	if err := certs[0].Decode(&cert); err != nil {
+		t.Fatal(err)
+	}
+	if cert.Spec.SecretName != caSecret || !slices.Contains(cert.Spec.DNSNames, serverName) {
+		t.Errorf("cert-manager's Certificate (secret %q, names %q) must be stored in %q and be for %q",
+			cert.Spec.SecretName, cert.Spec.DNSNames, caSecret, serverName)
+	}
+	var selfSigned struct {
+		Metadata struct {
+			Name string `yaml:"name"`
+		} `yaml:"metadata"`
+	}
+	secrets := docsOfKind(t, "Secret", hubDir+"/self-signed")
+	if len(secrets) != 1 {
+		t.Fatalf("config/hub/self-signed has %d Secrets, want the CA's", len(secrets))
+	}
+	if err := secrets[0].Decode(&selfSigned); err != nil {
+		t.Fatal(err)
+	}
+	if prefix+selfSigned.Metadata.Name != caSecret {
+		t.Errorf("the self-signed install keeps its CA in %q, the ServiceMonitor reads %q", prefix+selfSigned.Metadata.Name, caSecret)
+	}
+	var dep deployment
+	if err := docsOfKind(t, "Deployment", hubDir+"/manager")[0].Decode(&dep); err != nil {
+		t.Fatal(err)
+	}
+	c := dep.Spec.Template.Spec.Containers[0]
+	certDir := ""
+	for _, m := range c.VolumeMounts {
+		if m.Name == "webhook-cert" {
+			certDir = m.MountPath
+		}
+	}
+	if certDir == "" || !slices.Contains(c.Args, "--metrics-cert-dir="+certDir) {
+		t.Errorf("the hub must serve metrics from its webhook certificate (--metrics-cert-dir=%s): args %q", certDir, c.Args)
+	}
 }
 
 // checkHubServesMetricsOn: the hub's container port named portName is where it serves metrics,
