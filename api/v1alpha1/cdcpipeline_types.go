@@ -516,3 +516,26 @@ const (
 	// urutau_fleet_member_credentials_expiry_timestamp_seconds.
 	AnnotationCredentialsExpireAt = "urutau.io/credentials-expire-at"
 )
+
+// The member health record: what the hub's health checks last found about a member, published as
+// a coordination.k8s.io Lease in the hub's lease namespace, named MemberHealthPrefix + member and
+// labelled LabelMemberHealth=true. The hub writes one only when a check finds something new (a
+// member going up or down, its message or identity changing), so an idle fleet writes nothing:
+// spec.acquireTime is when the current reachability began, spec.renewTime the member's last
+// answer as of that write, spec.holderIdentity the hub replica that wrote it. `kubectl urutau
+// members` reads them.
+const (
+	MemberHealthPrefix = "urutau-member-"
+	LabelMemberHealth  = "urutau.io/member-health"
+	// AnnotationMember names the member the record is about.
+	AnnotationMember = "urutau.io/member"
+	// AnnotationReachable is True when the member answered its last check, False when not.
+	AnnotationReachable = "urutau.io/reachable"
+	// AnnotationEngaged is True while the hub holds a connection to the member.
+	AnnotationEngaged = "urutau.io/engaged"
+	// AnnotationHealthMessage says why the member does not answer.
+	AnnotationHealthMessage = "urutau.io/health-message"
+	// AnnotationHealthInterval is how often the hub checks the member (a Go duration): a member
+	// recorded True answered within about that long, or the hub would have recorded it False.
+	AnnotationHealthInterval = "urutau.io/health-check-interval"
+)

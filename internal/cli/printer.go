@@ -10,6 +10,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/duration"
 	"sigs.k8s.io/yaml"
+
+	"github.com/urutau-io/fleet/internal/fleetview"
 )
 
 // Output formats of -o.
@@ -93,6 +95,15 @@ func age(t *time.Time, now time.Time) string {
 		return "<unknown>"
 	}
 	return duration.HumanDuration(now.Sub(*t))
+}
+
+// lastAnswer is the LAST ANSWER cell: a member the hub records as answering answered within its
+// check interval ("within 30s"); otherwise the age of its last answer.
+func lastAnswer(m fleetview.Member, now time.Time) string {
+	if m.Reachable == fleetview.True && m.CheckInterval.Duration > 0 {
+		return "within " + duration.HumanDuration(m.CheckInterval.Duration)
+	}
+	return age(m.LastAnswer, now)
 }
 
 // expiry says when credentials expire, relative to now: "in 29d", "expired 2h ago", <none>.

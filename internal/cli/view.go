@@ -56,10 +56,11 @@ func printMembers(s Streams, g *globals, members []fleetview.Member) error {
 		fmt.Fprintf(s.Err, "No members found in %s.\n", g.hubNamespace)
 		return nil
 	}
-	t := table{headers: []string{"Name", "Identity", "Reachable", "Engaged", "Last Answer", "Placed", "Ready", "Tombstones", "Credentials", "Source", "Labels"}, wideFrom: 8}
+	t := table{headers: []string{"Name", "Identity", "Reachable", "Engaged", "Last Answer", "Placed", "Ready", "Tombstones", "Credentials", "Source", "Labels", "Message"}, wideFrom: 8}
 	for _, m := range members {
-		t.rows = append(t.rows, []string{m.Name, none(m.Identity), m.Reachable, m.Engaged, age(m.LastAnswer, now()),
-			strconv.Itoa(m.Placed), strconv.Itoa(m.Ready), strconv.Itoa(m.Tombstones), expiry(m.CredentialsExpireAt, now()), m.Source, labels(m.Labels)})
+		t.rows = append(t.rows, []string{m.Name, none(m.Identity), m.Reachable, m.Engaged, lastAnswer(m, now()),
+			strconv.Itoa(m.Placed), strconv.Itoa(m.Ready), strconv.Itoa(m.Tombstones), expiry(m.CredentialsExpireAt, now()), m.Source,
+			labels(m.Labels), none(truncate(m.Message, 80))})
 	}
 	return t.print(s.Out, g.output == outputWide, g.noHeaders)
 }

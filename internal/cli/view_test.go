@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -44,13 +45,13 @@ func TestViewOnARealHub(t *testing.T) {
 	}
 	wantLines(t, out,
 		`^NAME\s+IDENTITY\s+REACHABLE\s+ENGAGED\s+LAST ANSWER\s+PLACED\s+READY\s+TOMBSTONES$`,
-		`^eu-1\s+uid-eu-1\s+True\s+True\s+5m\s+2\s+1\s+0$`,
+		`^eu-1\s+uid-eu-1\s+True\s+True\s+within 30s\s+2\s+1\s+0$`,
 		`^gone\s+<none>\s+Unknown\s+False\s+<unknown>\s+0\s+0\s+1$`,
-		`^us-1\s+<none>\s+False\s+True\s+<unknown>\s+1\s+0\s+0$`)
+		`^us-1\s+uid-us-1\s+False\s+True\s+14m\s+1\s+0\s+0$`)
 
 	out, _ = run(t, "members", "--kubeconfig", kubeconfig, "-o", "wide")
-	wantLines(t, out, `^NAME\s+.*TOMBSTONES\s+CREDENTIALS\s+SOURCE\s+LABELS$`, `^eu-1\s+.*\s+in 30d\s+Secret\s+region=eu$`,
-		`^us-1\s+.*\s+<none>\s+Secret\s+`)
+	wantLines(t, out, `^NAME\s+.*TOMBSTONES\s+CREDENTIALS\s+SOURCE\s+LABELS\s+MESSAGE$`, `^eu-1\s+.*\s+in 30d\s+Secret\s+region=eu\s+<none>$`,
+		`^us-1\s+.*\s+<none>\s+Secret\s+<none>\s+cluster "us-1" does not answer: connection refused$`)
 
 	out, _ = run(t, "members", "--kubeconfig", kubeconfig, "-o", "json")
 	var members struct {
@@ -60,7 +61,8 @@ func TestViewOnARealHub(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &members); err != nil {
 		t.Fatalf("members -o json: %v\n%s", err, out)
 	}
-	if members.Kind != "MemberList" || len(members.Items) != 3 || members.Items[0]["name"] != "eu-1" || members.Items[0]["pipelinesPlaced"] != 2.0 {
+	if members.Kind != "MemberList" || len(members.Items) != 3 || members.Items[0]["name"] != "eu-1" || members.Items[0]["pipelinesPlaced"] != 2.0 ||
+		members.Items[0]["checkInterval"] != "30s" || members.Items[2]["message"] != `cluster "us-1" does not answer: connection refused` {
 		t.Errorf("members -o json: %s", out)
 	}
 
@@ -144,6 +146,22 @@ func seedHub(t *testing.T, hub *testenv.Cluster) {
 		"urutau.io/credentials-expire-at": now().Add(30 * 24 * time.Hour).UTC().Format(time.RFC3339)}
 	mustCreate(ctx, t, hub, eu)
 	mustCreate(ctx, t, hub, testenv.KubeconfigSecret("urutau-system", "us-1", []byte("unused"), nil))
+	// The hub's health records: eu-1 answering since an hour ago, us-1 down for 10 minutes after
+	// its last answer 14 minutes ago.
+	record := func(member, reachable, message, id string, since, last time.Duration) {
+		hubName := "hub-a"
+		mustCreate(ctx, t, hub, &coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "urutau-system", Name: urutauv1alpha1.MemberHealthPrefix + member,
+				Labels: map[string]string{urutauv1alpha1.LabelMemberHealth: "true"},
+				Annotations: map[string]string{urutauv1alpha1.AnnotationMember: member, urutauv1alpha1.AnnotationReachable: reachable,
+					urutauv1alpha1.AnnotationEngaged: "True", urutauv1alpha1.AnnotationHealthMessage: message,
+					urutauv1alpha1.AnnotationHealthInterval: "30s", urutauv1alpha1.AnnotationClusterID: id}},
+			Spec: coordinationv1.LeaseSpec{HolderIdentity: &hubName,
+				AcquireTime: &metav1.MicroTime{Time: now().Add(-since)}, RenewTime: &metav1.MicroTime{Time: now().Add(-last)}},
+		})
+	}
+	record("eu-1", "True", "", "uid-eu-1", time.Hour, time.Hour)
+	record("us-1", "False", `cluster "us-1" does not answer: connection refused`, "uid-us-1", 10*time.Minute, 14*time.Minute)
 	// A tombstone: the reader lease entry of a pipeline deleted while member "gone" did not answer.
 	mustCreate(ctx, t, hub, &urutauv1alpha1.ReaderLease{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "urutau-system", Name: "mysql-5101"},

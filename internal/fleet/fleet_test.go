@@ -466,6 +466,10 @@ var _ = Describe("CoordinatorReconciler", func() {
 		hubBefore, err := hub.WriteRequestsByResource(ctx)
 		Expect(err).NotTo(HaveOccurred())
 		pBefore := getPipeline(Default, ctx, client.ObjectKeyFromObject(p))
+		recordsBefore := map[string]string{}
+		for _, n := range []string{"a", "b", "c"} {
+			recordsBefore[n] = healthRecordOf(Default, ctx, n).ResourceVersion
+		}
 		time.Sleep(30 * time.Second)
 		for _, n := range []string{"a", "b", "c"} {
 			after, afterAll := memberWrites(ctx, members[n])
@@ -480,6 +484,9 @@ var _ = Describe("CoordinatorReconciler", func() {
 		figure("idle 30 s, hub: cdcpipelines writes %d (all hub writes: %v)", hd["PATCH cdcpipelines/status"]+hd["PUT cdcpipelines/status"]+hd["PATCH cdcpipelines"], hd)
 		pAfter := getPipeline(Default, ctx, client.ObjectKeyFromObject(p))
 		Expect(pAfter.ResourceVersion).To(Equal(pBefore.ResourceVersion), "the hub status churned while idle")
+		for n, rv := range recordsBefore {
+			Expect(healthRecordOf(Default, ctx, n).ResourceVersion).To(Equal(rv), "member %s's health record was written while idle", n)
+		}
 	})
 })
 

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -174,7 +175,24 @@ func (r *CoordinatorReconciler) forgetMember(member string) {
 	r.members.forget(member)
 	r.applier.forgetMember(member)
 	r.health.forget(member)
+	ctx, cancel := context.WithTimeout(context.Background(), hubWriteTimeout)
+	defer cancel()
+	if err := r.records.remove(ctx, member); err != nil {
+		ctrl.Log.WithName("health").Error(err, "Removing the health record of a member that left", "cluster", member)
+	}
 }
+
+// publishHealth records what the last check of member found (healthRecords).
+func (r *CoordinatorReconciler) publishHealth(ctx context.Context, member string) {
+	ctx, cancel := context.WithTimeout(ctx, hubWriteTimeout)
+	defer cancel()
+	if err := r.records.publish(ctx, member, r.members.health(member), r.members.knownIdentity(member)); err != nil {
+		ctrl.Log.WithName("health").Error(err, "Publishing a member's health record", "cluster", member)
+	}
+}
+
+// hubWriteTimeout bounds one write of a health record to the hub.
+const hubWriteTimeout = 10 * time.Second
 
 // pipelinesFor lists the pipelines to reconcile after a change of member's inventory entry:
 // every pipeline, or only those placed there.

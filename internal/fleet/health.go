@@ -29,6 +29,9 @@ type healthMonitor struct {
 	changed func(member string)
 	// checked is called after each check that found the member answering.
 	checked func(ctx context.Context, member string, c *memberConn)
+	// listed is called once, with the inventory of the first round.
+	listed     func(ctx context.Context, members []inventory.Member)
+	listedOnce sync.Once
 
 	mu      sync.Mutex
 	next    map[string]time.Time
@@ -61,6 +64,9 @@ func (h *healthMonitor) round(ctx context.Context) {
 	}
 	now := time.Now()
 	h.prune(members)
+	if h.listed != nil {
+		h.listedOnce.Do(func() { h.listed(ctx, members) })
+	}
 	for _, m := range members {
 		recordCredentialsExpiry(m)
 		if !h.due(m.Name, now) {
@@ -137,15 +143,15 @@ func (h *healthMonitor) check(ctx context.Context, member string) {
 	memberEngaged.WithLabelValues(member).Set(1)
 	c, err := h.members.clientsFor(member, cl)
 	if err != nil {
-		h.record(member, memberHealth{checked: true, message: err.Error()}, "")
+		h.record(member, memberHealth{checked: true, engaged: true, message: err.Error()}, "")
 		return
 	}
 	id, err := readIdentity(ctx, c.live)
 	if err != nil {
-		h.record(member, memberHealth{checked: true, message: downMessage(member, err, h.timeout)}, "")
+		h.record(member, memberHealth{checked: true, engaged: true, message: downMessage(member, err, h.timeout)}, "")
 		return
 	}
-	h.record(member, memberHealth{checked: true, up: true, lastAnswer: time.Now()}, id)
+	h.record(member, memberHealth{checked: true, up: true, engaged: true, lastAnswer: time.Now()}, id)
 	if h.checked != nil {
 		h.checked(ctx, member, c)
 	}

@@ -58,6 +58,8 @@ type memberEntry struct {
 type memberHealth struct {
 	checked bool
 	up      bool
+	// engaged is whether the provider gave the hub a connection to the member.
+	engaged bool
 	// message says why it is down.
 	message string
 	// lastAnswer is when it last answered a check.
@@ -249,7 +251,7 @@ func (s *memberSet) setHealth(member string, h memberHealth) (changed bool) {
 		up = 1
 	}
 	memberUp.WithLabelValues(member).Set(up)
-	return !old.checked || old.up != h.up || old.message != h.message
+	return !old.checked || old.up != h.up || old.engaged != h.engaged || old.message != h.message
 }
 
 // health is what the last check of member found.

@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	dto "github.com/prometheus/client_model/go"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -120,18 +121,35 @@ var _ = Describe("Members come and go", func() {
 		figure("idle member a stopped: Unreachable in the status %s later (bound: 2 x --member-timeout = %s)", seen.Round(time.Millisecond), 2*memberTimeout)
 		v, ok := gauge("urutau_fleet_member_up", map[string]string{"cluster": "a"})
 		Expect(ok && v == 0).To(BeTrue(), "urutau_fleet_member_up{cluster=a} = %v (present %v)", v, ok)
+		By("the hub publishes it: a's health record says False, why, and when a last answered")
+		var down *coordinationv1.Lease
+		Eventually(func(g Gomega) {
+			down = healthRecordOf(g, ctx, "a")
+			g.Expect(down.Annotations).To(HaveKeyWithValue(urutauv1alpha1.AnnotationReachable, "False"))
+			g.Expect(down.Annotations[urutauv1alpha1.AnnotationHealthMessage]).To(ContainSubstring(`cluster "a" does not answer`))
+			g.Expect(down.Spec.RenewTime.Time).To(BeTemporally("<", start.Add(time.Second)), "last answer before the stop")
+			g.Expect(down.Spec.AcquireTime.Time).To(BeTemporally(">=", start.Truncate(time.Second)), "down since after the stop")
+		}).Should(Succeed())
+		Expect(healthRecordOf(Default, ctx, "b").Annotations).To(HaveKeyWithValue(urutauv1alpha1.AnnotationReachable, "True"))
 
-		By("while it stays down, the status does not churn")
+		By("while it stays down, neither the status nor the health record churns")
 		time.Sleep(time.Second)
 		before := getPipeline(Default, ctx, client.ObjectKeyFromObject(p)).ResourceVersion
+		recordBefore := healthRecordOf(Default, ctx, "a").ResourceVersion
 		Consistently(func(g Gomega) {
 			g.Expect(getPipeline(g, ctx, client.ObjectKeyFromObject(p)).ResourceVersion).To(Equal(before))
+			g.Expect(healthRecordOf(g, ctx, "a").ResourceVersion).To(Equal(recordBefore))
 		}, 5*time.Second).Should(Succeed())
 
+		restarted := time.Now()
 		startAPIServer(members["a"])
 		Eventually(func(g Gomega) {
 			got := getPipeline(g, ctx, client.ObjectKeyFromObject(p))
 			g.Expect(clusterStatus(got, "a").Phase).To(Equal(urutauv1alpha1.ClusterReady))
+			up := healthRecordOf(g, ctx, "a")
+			g.Expect(up.Annotations).To(HaveKeyWithValue(urutauv1alpha1.AnnotationReachable, "True"))
+			g.Expect(up.Annotations).To(HaveKeyWithValue(urutauv1alpha1.AnnotationHealthMessage, ""))
+			g.Expect(up.Spec.AcquireTime.Time).To(BeTemporally(">=", restarted.Truncate(time.Second)), "up since the restart")
 		}).Should(Succeed())
 	})
 
@@ -144,6 +162,7 @@ var _ = Describe("Members come and go", func() {
 			objs := expectPlaced(g, ctx, members["c"], p)
 			sts = objs["StatefulSet/"+coordinator.CoordinatorName(p.Name)].GetUID()
 		}).Should(Succeed())
+		Eventually(func(g Gomega) { healthRecordOf(g, ctx, "c") }).Should(Succeed())
 		unregisterMember(ctx, "c")
 		DeferCleanup(func(ctx SpecContext) { restoreMember(ctx, "c") })
 		Eventually(func(g Gomega) {
@@ -152,6 +171,8 @@ var _ = Describe("Members come and go", func() {
 			g.Expect(clusterStatus(got, "c").Phase).To(Equal(urutauv1alpha1.ClusterOrphaned))
 			g.Expect(meta.IsStatusConditionTrue(got.Status.Conditions, fleet.ConditionClustersDeregistered)).To(BeTrue())
 			g.Expect(got.Status.Inventory).To(ContainElement("c"))
+			err := hubClient.Get(ctx, client.ObjectKey{Namespace: systemNS, Name: urutauv1alpha1.MemberHealthPrefix + "c"}, &coordinationv1.Lease{})
+			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the health record of a member that left stays: %v", err)
 		}).Should(Succeed())
 		Consistently(func(g Gomega) { expectPlaced(g, ctx, members["c"], p) }, 3*time.Second).Should(Succeed())
 
@@ -322,4 +343,11 @@ func (e *eventsList) notes() []string {
 		out = append(out, ev.Message)
 	}
 	return out
+}
+
+// healthRecordOf reads the hub's published health record of member.
+func healthRecordOf(g Gomega, ctx context.Context, member string) *coordinationv1.Lease {
+	rec := &coordinationv1.Lease{}
+	g.ExpectWithOffset(1, hubClient.Get(ctx, client.ObjectKey{Namespace: systemNS, Name: urutauv1alpha1.MemberHealthPrefix + member}, rec)).To(Succeed())
+	return rec
 }

@@ -122,8 +122,9 @@ type CoordinatorReconciler struct {
 	// hubEchoes and leaseEchoes filter the hub watch events of our own writes to pipelines and
 	// ReaderLeases (echoFilter).
 	hubEchoes, leaseEchoes echoFilter
-	// health checks every member periodically (health.go).
-	health *healthMonitor
+	// health checks every member periodically (health.go); records publishes what it finds.
+	health  *healthMonitor
+	records healthRecords
 	// lookAgain holds the pipelines whose writes crossed a change by someone else: they are
 	// reconciled again at once.
 	lookAgain sync.Map

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
@@ -70,6 +72,8 @@ func (r *CoordinatorReconciler) setDefaults(mgr mcmanager.Manager) {
 	r.members.refusals = r.Refusals
 	r.applier.base = r.FieldManager
 	r.leases = leaseStore{client: r.Client, live: r.APIReader, namespace: r.LeaseNamespace, owner: r.FieldManager}
+	holder, _ := os.Hostname()
+	r.records = healthRecords{client: r.Client, live: r.APIReader, namespace: r.LeaseNamespace, holder: holder, interval: r.HealthInterval}
 }
 
 func orDefault[T comparable](v, d T) T {
@@ -189,6 +193,12 @@ func (r *CoordinatorReconciler) healthMonitor(mgr mcmanager.Manager, lr *LeaseRe
 			ctx := context.Background()
 			r.requeue(r.pipelinesOn(ctx, member)...)
 			lr.requeue(lr.leasesFor(ctx, member, r.members.knownIdentity(member))...)
+			r.publishHealth(ctx, member)
+		},
+		listed: func(ctx context.Context, members []inventory.Member) {
+			if err := r.records.prune(ctx, members); err != nil {
+				ctrl.LoggerFrom(ctx).Error(err, "Removing the health records of members that left")
+			}
 		},
 		checked: func(ctx context.Context, member string, c *memberConn) {
 			if m, ok := r.inventoryMember(ctx, member); ok {

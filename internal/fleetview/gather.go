@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -46,7 +47,7 @@ func Gather(ctx context.Context, c client.Reader, o GatherOptions) (Facts, error
 		return f, err
 	}
 	f.Pipelines = pipelines
-	reads := []func(context.Context, client.Reader, string, *Facts) error{readSecrets, readClusterProfiles}
+	reads := []func(context.Context, client.Reader, string, *Facts) error{readSecrets, readClusterProfiles, readHealthRecords}
 	if o.Namespace == "" && o.Pipeline == "" {
 		reads = append(reads, readTombstones)
 	}
@@ -172,6 +173,39 @@ func readClusterProfiles(ctx context.Context, c client.Reader, ns string, f *Fac
 		f.Entries = append(f.Entries, e)
 	}
 	return nil
+}
+
+// readHealthRecords attaches to each entry what the hub last recorded about its member: the
+// Leases the hub's health checks write (api/v1alpha1 MemberHealthPrefix).
+func readHealthRecords(ctx context.Context, c client.Reader, ns string, f *Facts) error {
+	l := &coordinationv1.LeaseList{}
+	if err := c.List(ctx, l, client.InNamespace(ns), client.MatchingLabels{urutauv1alpha1.LabelMemberHealth: "true"}); err != nil {
+		return fmt.Errorf("listing the hub's member health records (Leases) in %s: %w", ns, err)
+	}
+	byMember := map[string]*HealthRecord{}
+	for i := range l.Items {
+		rec := HealthRecordFrom(&l.Items[i])
+		byMember[l.Items[i].Annotations[urutauv1alpha1.AnnotationMember]] = &rec
+	}
+	for i := range f.Entries {
+		f.Entries[i].Health = byMember[f.Entries[i].Name]
+	}
+	return nil
+}
+
+// HealthRecordFrom reads a member health record, tolerating any field that is missing.
+func HealthRecordFrom(l *coordinationv1.Lease) HealthRecord {
+	a := l.Annotations
+	h := HealthRecord{Reachable: orUnknown(a[urutauv1alpha1.AnnotationReachable]), Engaged: orUnknown(a[urutauv1alpha1.AnnotationEngaged]),
+		Message: a[urutauv1alpha1.AnnotationHealthMessage], Identity: a[urutauv1alpha1.AnnotationClusterID]}
+	h.Interval, _ = time.ParseDuration(a[urutauv1alpha1.AnnotationHealthInterval])
+	if l.Spec.AcquireTime != nil {
+		h.Since = l.Spec.AcquireTime.Time
+	}
+	if l.Spec.RenewTime != nil {
+		h.LastAnswer = l.Spec.RenewTime.Time
+	}
+	return h
 }
 
 // readTombstones reads the hub's ReaderLeases: an entry whose pipeline no longer exists is a

@@ -73,8 +73,10 @@ func Members(f Facts) []Member {
 	return out
 }
 
-// observe is where a member's identity, reachability, engagement and last answer come from. Today
-// the hub publishes them only indirectly, so they are read from:
+// observe is where a member's identity, reachability, engagement and last answer come from: the
+// hub's health record of the member when it published one (reachable, engaged, why not, since
+// when, last answer, identity). Without one (a hub that never checked it, or a user who may not
+// read Leases in the hub namespace) they are inferred:
 //   - identity: status.clusters[].clusterID of any pipeline placed there, else the entry's
 //     urutau.io/cluster-id annotation (written by `hub join`);
 //   - reachable: a ClusterProfile's ControlPlaneHealthy condition when it has one, else the phase
@@ -83,9 +85,33 @@ func Members(f Facts) []Member {
 //   - engaged: whether the hub's inventory holds the member (the hub engages every entry it lists);
 //   - last answer: the latest change of a placement there into a phase other than Unreachable (or
 //     of a healthy ClusterProfile condition).
-//
-// When the hub publishes these directly, this is the one function to point at them.
 func observe(name string, e *Entry, placements []Placement) Member {
+	m := inferred(name, e, placements)
+	if e == nil || e.Deleting || e.Health == nil {
+		return m
+	}
+	h := e.Health
+	m.Reachable, m.Message, m.CheckInterval.Duration = h.Reachable, h.Message, h.Interval
+	if h.Engaged == False {
+		m.Engaged = False
+	}
+	if h.Identity != "" {
+		m.Identity = h.Identity
+	}
+	if !h.Since.IsZero() {
+		since := h.Since
+		m.ReachableSince = &since
+	}
+	m.LastAnswer = nil
+	if h.Reachable != True && !h.LastAnswer.IsZero() {
+		last := h.LastAnswer
+		m.LastAnswer = &last
+	}
+	return m
+}
+
+// inferred is a member as pipelines' status and its entry show it (see observe).
+func inferred(name string, e *Entry, placements []Placement) Member {
 	m := Member{Name: name, Reachable: Unknown, Engaged: False, Source: "status"}
 	if e != nil && !e.Deleting {
 		m.Engaged = True

@@ -139,3 +139,30 @@ func TestTombstones(t *testing.T) {
 		t.Errorf("(-want +got)\n%s", d)
 	}
 }
+
+// The hub's health record, when there is one, decides over what pipelines' status suggests: an
+// idle member is known to answer, a member whose placements still say Ready is known down.
+func TestMembersFromHealthRecords(t *testing.T) {
+	f := Facts{
+		Entries: []Entry{
+			{Name: "idle", Kind: "Secret", Health: &HealthRecord{Reachable: True, Engaged: True, Identity: "uid-idle", Since: t0, LastAnswer: t0, Interval: 30 * time.Second}},
+			{Name: "down", Kind: "Secret", Health: &HealthRecord{Reachable: False, Engaged: False, Message: "no connection", Since: t2, LastAnswer: t1, Interval: 30 * time.Second}},
+			{Name: "leaving", Kind: "Secret", Deleting: true, Health: &HealthRecord{Reachable: True, Engaged: True}},
+		},
+		Pipelines: []Pipeline{{Namespace: "shop", Name: "orders", Placements: []Placement{
+			{Member: "down", Phase: "Ready", LastTransition: t0},
+		}}},
+	}
+	got := Members(f)
+	want := []Member{
+		{Name: "down", Reachable: False, Engaged: False, LastAnswer: ptr(t1), ReachableSince: ptr(t2),
+			CheckInterval: metav1.Duration{Duration: 30 * time.Second}, Message: "no connection", Placed: 1, Ready: 1, Source: "Secret"},
+		{Name: "idle", Identity: "uid-idle", Reachable: True, Engaged: True, ReachableSince: ptr(t0),
+			CheckInterval: metav1.Duration{Duration: 30 * time.Second}, Source: "Secret"},
+		// Leaving the inventory: the hub no longer checks it, so its record says nothing.
+		{Name: "leaving", Reachable: Unknown, Engaged: False, Source: "Secret"},
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("Members (-want +got):\n%s", d)
+	}
+}

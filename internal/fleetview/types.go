@@ -2,6 +2,8 @@ package fleetview
 
 import (
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // Entry is one member's inventory entry on the hub.
@@ -18,6 +20,20 @@ type Entry struct {
 	// HealthChanged is when that condition last changed.
 	HealthChanged time.Time
 	Deleting      bool
+	// Health is what the hub last recorded about the member (its health record), nil if none.
+	Health *HealthRecord
+}
+
+// HealthRecord is the hub's published view of one member (api/v1alpha1 MemberHealthPrefix): what
+// its health checks found, written when that changed.
+type HealthRecord struct {
+	// Reachable and Engaged are "True" or "False"; Message says why it does not answer.
+	Reachable, Engaged, Message string
+	Identity                    string
+	// Since is when the member became reachable (or not); LastAnswer its last answer as of then.
+	Since, LastAnswer time.Time
+	// Interval is how often the hub checks the member.
+	Interval time.Duration
 }
 
 // Placement is one pipeline on one member: an entry of a CDCPipeline's status.clusters[].
@@ -72,8 +88,15 @@ type Member struct {
 	// Engaged is True while the member is in the hub's inventory, False when only pipelines'
 	// status still names it (removed from the inventory, or never added).
 	Engaged string `json:"engaged"`
-	// LastAnswer is the last time the member was seen answering; nil if never.
+	// LastAnswer is the last time the member was seen answering; nil if never, or when the hub
+	// records it answering (then it answered within CheckInterval).
 	LastAnswer *time.Time `json:"lastAnswer,omitempty"`
+	// ReachableSince is when the hub recorded the current Reachable; nil when it published none.
+	ReachableSince *time.Time `json:"reachableSince,omitempty"`
+	// CheckInterval is how often the hub checks the member (0: it published no record).
+	CheckInterval metav1.Duration `json:"checkInterval,omitempty"`
+	// Message says why the member does not answer, as the hub recorded it.
+	Message string `json:"message,omitempty"`
 	// Placed counts the pipelines placed there; Ready those whose coordinator is ready there.
 	Placed int `json:"pipelinesPlaced"`
 	Ready  int `json:"pipelinesReady"`

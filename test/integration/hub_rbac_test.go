@@ -19,8 +19,10 @@ import (
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -286,6 +288,10 @@ func prepareFleet(t *testing.T, c client.Client, member *testenv.Cluster) {
 		t.Fatal(err)
 	}
 	mustDo(t, c.Create(ctx, inventory.NewKubeconfigSecret(hubNS, "member-a", kc, nil, nil)))
+	// The health record of a member that left while no hub ran: the hub removes it.
+	mustDo(t, c.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: hubNS, Name: urutauv1alpha1.MemberHealthPrefix + "departed",
+		Labels:      map[string]string{urutauv1alpha1.LabelMemberHealth: "true"},
+		Annotations: map[string]string{urutauv1alpha1.AnnotationMember: "departed", urutauv1alpha1.AnnotationReachable: "False"}}}))
 }
 
 // hubKubeconfig is a kubeconfig with a token of the hub's ServiceAccount.
@@ -381,6 +387,20 @@ func exercise(t *testing.T, c client.Client, member *testenv.Cluster, metricsPor
 	p := rbacPipeline("orders", 7001, "member-a")
 	waitFor(t, 60*time.Second, "the webhook admits a pipeline", func() error { return c.Create(ctx, p) })
 	waitFor(t, 60*time.Second, "orders applied to member-a", func() error { return memberPhase(ctx, c, p, "member-a", urutauv1alpha1.ClusterApplied) })
+	waitFor(t, 30*time.Second, "member-a's health record, and none for a member that left", func() error {
+		rec := &coordinationv1.Lease{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: hubNS, Name: urutauv1alpha1.MemberHealthPrefix + "member-a"}, rec); err != nil {
+			return err
+		}
+		if rec.Annotations[urutauv1alpha1.AnnotationReachable] != "True" {
+			return fmt.Errorf("member-a's record: %v", rec.Annotations)
+		}
+		err := c.Get(ctx, client.ObjectKey{Namespace: hubNS, Name: urutauv1alpha1.MemberHealthPrefix + "departed"}, &coordinationv1.Lease{})
+		if !apierrors.IsNotFound(err) {
+			return fmt.Errorf("the record of a member that left is still there (%w)", err)
+		}
+		return nil
+	})
 
 	waitFor(t, 30*time.Second, "orders' ReaderLease", func() error {
 		got := &urutauv1alpha1.CDCPipeline{}

@@ -1081,7 +1081,9 @@ versions:
   - leases
   verbs:
   - create
+  - delete
   - get
+  - list
   - update
 - apiGroups:
   - multicluster.x-k8s.io

@@ -1,0 +1,148 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
+	"github.com/urutau-io/fleet/internal/fleet/inventory"
+)
+
+// healthRecords publishes what the health checks found about each member, so that people and
+// tools (`kubectl urutau members`) read the hub's own view rather than guess it from pipelines'
+// status: one coordination Lease per member in the lease namespace (the hub may already write
+// Leases there, so this needs no right on anything else). Written only when a check found
+// something new, and only by the leader: an idle fleet writes nothing.
+type healthRecords struct {
+	client client.Client
+	// live reads Leases from the API server: the hub keeps no Lease informer.
+	live      client.Reader
+	namespace string
+	// holder is the hub replica that writes (its host name).
+	holder   string
+	interval time.Duration
+}
+
+// publish records what the last check of member found; a record that already says so is left
+// alone.
+func (p healthRecords) publish(ctx context.Context, member string, h memberHealth, id string) error {
+	if p.client == nil {
+		return nil // a reconciler built without SetupWithManager (unit tests) publishes nothing
+	}
+	name := urutauv1alpha1.MemberHealthPrefix + member
+	if len(validation.IsDNS1123Subdomain(name)) > 0 {
+		return fmt.Errorf("no health record for member %q: %q is not a valid object name", member, name)
+	}
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		old := &coordinationv1.Lease{}
+		err := p.live.Get(ctx, client.ObjectKey{Namespace: p.namespace, Name: name}, old)
+		if apierrors.IsNotFound(err) {
+			return p.client.Create(ctx, healthRecord(p.namespace, member, h, id, p.holder, p.interval, nil, time.Now()))
+		}
+		if err != nil {
+			return err
+		}
+		want := healthRecord(p.namespace, member, h, id, p.holder, p.interval, old, time.Now())
+		if sameRecord(old, want) {
+			return nil
+		}
+		return p.client.Update(ctx, want)
+	})
+}
+
+// remove deletes the record of a member that left the inventory.
+func (p healthRecords) remove(ctx context.Context, member string) error {
+	if p.client == nil {
+		return nil
+	}
+	rec := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: p.namespace, Name: urutauv1alpha1.MemberHealthPrefix + member}}
+	return client.IgnoreNotFound(p.client.Delete(ctx, rec))
+}
+
+// prune deletes the records of members no longer in the inventory (they left while no hub ran).
+func (p healthRecords) prune(ctx context.Context, members []inventory.Member) error {
+	if p.client == nil {
+		return nil
+	}
+	l := &coordinationv1.LeaseList{}
+	if err := p.live.List(ctx, l, client.InNamespace(p.namespace), client.MatchingLabels{urutauv1alpha1.LabelMemberHealth: "true"}); err != nil {
+		return err
+	}
+	keep := map[string]bool{}
+	for _, m := range members {
+		keep[m.Name] = true
+	}
+	for i := range l.Items {
+		if member := l.Items[i].Annotations[urutauv1alpha1.AnnotationMember]; !keep[member] {
+			if err := client.IgnoreNotFound(p.client.Delete(ctx, &l.Items[i])); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// healthRecord is the record of what a check of member found, as a change of old (nil: none
+// yet) at now. acquireTime says since when the member has been reachable (or not): it moves only
+// when that flips.
+func healthRecord(namespace, member string, h memberHealth, id, holder string, interval time.Duration, old *coordinationv1.Lease, now time.Time) *coordinationv1.Lease {
+	rec := &coordinationv1.Lease{}
+	if old != nil {
+		rec = old.DeepCopy()
+	}
+	rec.Namespace, rec.Name = namespace, urutauv1alpha1.MemberHealthPrefix+member
+	rec.Labels = mergeString(rec.Labels, map[string]string{urutauv1alpha1.LabelMemberHealth: "true",
+		"app.kubernetes.io/managed-by": "urutau-fleet-hub"})
+	wasReachable := rec.Annotations[urutauv1alpha1.AnnotationReachable]
+	rec.Annotations = mergeString(rec.Annotations, map[string]string{
+		urutauv1alpha1.AnnotationMember:         member,
+		urutauv1alpha1.AnnotationReachable:      conditionWord(h.up),
+		urutauv1alpha1.AnnotationEngaged:        conditionWord(h.engaged),
+		urutauv1alpha1.AnnotationHealthMessage:  h.message,
+		urutauv1alpha1.AnnotationHealthInterval: interval.String(),
+		urutauv1alpha1.AnnotationClusterID:      id,
+	})
+	if id == "" && old != nil {
+		rec.Annotations[urutauv1alpha1.AnnotationClusterID] = old.Annotations[urutauv1alpha1.AnnotationClusterID]
+	}
+	rec.Spec.HolderIdentity = &holder
+	if wasReachable != conditionWord(h.up) || rec.Spec.AcquireTime == nil {
+		rec.Spec.AcquireTime = &metav1.MicroTime{Time: now.Truncate(time.Second)}
+	}
+	if !h.lastAnswer.IsZero() {
+		rec.Spec.RenewTime = &metav1.MicroTime{Time: h.lastAnswer.Truncate(time.Second)}
+	}
+	return rec
+}
+
+// sameRecord tells whether writing want over old would change what the record says. The holder
+// and times alone do not count: a new leader finding what its predecessor recorded writes nothing.
+func sameRecord(old, want *coordinationv1.Lease) bool {
+	return maps.Equal(old.Labels, want.Labels) && maps.Equal(old.Annotations, want.Annotations) &&
+		old.Spec.AcquireTime.Equal(want.Spec.AcquireTime)
+}
+
+func conditionWord(b bool) string {
+	if b {
+		return string(metav1.ConditionTrue)
+	}
+	return string(metav1.ConditionFalse)
+}
+
+func mergeString(dst, src map[string]string) map[string]string {
+	out := maps.Clone(dst)
+	if out == nil {
+		out = map[string]string{}
+	}
+	maps.Copy(out, src)
+	return out
+}
