@@ -40,13 +40,14 @@ import (
 	"github.com/urutau-io/fleet/internal/fleet"
 	"github.com/urutau-io/fleet/internal/fleet/inventory"
 	"github.com/urutau-io/fleet/internal/fleet/inventory/clusterprofile"
+	"github.com/urutau-io/fleet/internal/fleetview"
 	"github.com/urutau-io/fleet/internal/version"
 	internalwebhook "github.com/urutau-io/fleet/internal/webhook"
 )
 
 // leaderElectionID names the hub's Lease. Distinct from the single-cluster operator's
 // (urutau-operator-lock) so the two never fence each other.
-const leaderElectionID = "urutau-fleet-hub-lock"
+const leaderElectionID = fleetview.LeaderElectionID
 
 func main() {
 	if err := run(os.Args[1:], os.Stdout); err != nil {

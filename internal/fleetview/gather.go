@@ -21,6 +21,9 @@ import (
 const (
 	DefaultHubNamespace   = "urutau-system"
 	KubeconfigSecretLabel = "sigs.k8s.io/multicluster-runtime-kubeconfig"
+	// LeaderElectionID names the Lease the hub's replicas elect their leader with; only the
+	// leader checks members and writes their health records.
+	LeaderElectionID = "urutau-fleet-hub-lock"
 )
 
 var clusterProfileGVK = schema.GroupVersionKind{Group: "multicluster.x-k8s.io", Version: "v1alpha1", Kind: "ClusterProfileList"}
@@ -190,7 +193,31 @@ func readHealthRecords(ctx context.Context, c client.Reader, ns string, f *Facts
 	for i := range f.Entries {
 		f.Entries[i].Health = byMember[f.Entries[i].Name]
 	}
+	if len(l.Items) > 0 {
+		if w := staleLeader(ctx, c, ns, time.Now()); w != "" {
+			f.Warnings = append(f.Warnings, w)
+		}
+	}
 	return nil
+}
+
+// staleLeader warns when no hub replica has renewed the leader Lease within its duration: the
+// health records then say what the hub found when it last ran. Without the Lease (a hub run with
+// --leader-elect=false) there is nothing to tell.
+func staleLeader(ctx context.Context, c client.Reader, ns string, now time.Time) string {
+	l := &coordinationv1.Lease{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: LeaderElectionID}, l); err != nil {
+		return ""
+	}
+	if l.Spec.RenewTime == nil || l.Spec.LeaseDurationSeconds == nil {
+		return ""
+	}
+	expired := l.Spec.RenewTime.Add(time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second)
+	if now.Before(expired) {
+		return ""
+	}
+	return fmt.Sprintf("no hub replica has held the leader Lease %s/%s since %s: REACHABLE and LAST ANSWER are what the hub recorded when it last ran",
+		ns, LeaderElectionID, l.Spec.RenewTime.UTC().Format(time.RFC3339))
 }
 
 // HealthRecordFrom reads a member health record, tolerating any field that is missing.
