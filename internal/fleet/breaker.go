@@ -116,6 +116,18 @@ func (w *runningWork) begin(k workKey) bool {
 	return true
 }
 
+// busy tells whether any work of pipeline's reconciles still runs on a member.
+func (w *runningWork) busy(pipeline types.NamespacedName) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for k := range w.running {
+		if k.pipeline == pipeline && !k.lease {
+			return true
+		}
+	}
+	return false
+}
+
 func (w *runningWork) end(k workKey) {
 	w.mu.Lock()
 	defer w.mu.Unlock()

@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
 )
@@ -20,6 +21,13 @@ func (r *CoordinatorReconciler) gate(ctx context.Context, p *urutauv1alpha1.CDCP
 		if err := r.clearTermination(ctx, p); err != nil {
 			return true, err
 		}
+	}
+	terminal := p.Status.Terminated != nil || w.specErr != nil
+	if terminal && r.running.busy(client.ObjectKeyFromObject(p)) {
+		// Work an earlier reconcile started on a member (a slow member's apply or cleanup) is
+		// still in flight: acknowledging the termination now would promise no more member writes
+		// while it still writes. Its end brings the pipeline back (fanOutOptions.end).
+		return true, nil
 	}
 	switch {
 	case p.Status.Terminated == nil && w.specErr != nil:
