@@ -38,6 +38,8 @@ type LeaseReconciler struct {
 	options func(key types.NamespacedName) fanOutOptions
 	// timedOut marks a member whose requests timed out.
 	timedOut func(member string) string
+	// pipelineBusy tells whether a pipeline's own reconciles still have work running on a member.
+	pipelineBusy func(key types.NamespacedName) bool
 	// queue is the controller's queue, for requeue.
 	queue atomic.Pointer[workqueue.TypedRateLimitingInterface[mcreconcile.Request]]
 }
@@ -56,8 +58,14 @@ func (r *LeaseReconciler) Reconcile(ctx context.Context, req mcreconcile.Request
 	if err != nil {
 		return reconcile.Result{}, fmt.Errorf("listing the cluster inventory: %w", err)
 	}
-	next, draining := followRenames(l, nil, r.knownIdentities(members)), false
+	next, draining, busy := followRenames(l, nil, r.knownIdentities(members)), false, false
 	for _, uid := range sets.List(gone) {
+		if key, ok := pipelineKey(next, uid); ok && r.pipelineBusy != nil && r.pipelineBusy(key) {
+			// The pipeline's last reconcile still applies on a member (work it stopped waiting
+			// for): emptying the member now would race that work and miss what it writes after.
+			busy = true
+			continue
+		}
 		states := r.members.clean(ctx, r.options(types.NamespacedName{Namespace: req.Namespace, Name: req.Name}), ownEntries(next, uid), members, r.timedOut)
 		r.reportReplayed(next, uid, states)
 		d := planRelease(releaseInput{Self: uid, Current: next, Observed: states, Now: metav1.Now().Rfc3339Copy()})
@@ -75,11 +83,24 @@ func (r *LeaseReconciler) Reconcile(ctx context.Context, req mcreconcile.Request
 			return reconcile.Result{}, err
 		}
 	}
-	if draining {
-		// Pods going away make no event the hub watches.
+	if draining || busy {
+		// Pods going away, and work ending in another controller, make no event the hub watches.
 		return reconcile.Result{RequeueAfter: DefaultWaitInterval}, nil
 	}
 	return reconcile.Result{}, nil
+}
+
+// pipelineKey names the pipeline uid in lease l, from its entries or as the holder.
+func pipelineKey(l *urutauv1alpha1.ReaderLease, uid types.UID) (types.NamespacedName, bool) {
+	for _, e := range l.Spec.Members {
+		if e.PipelineUID == uid {
+			return types.NamespacedName{Namespace: e.PipelineNamespace, Name: e.PipelineName}, true
+		}
+	}
+	if h := l.Spec.Holder; h.UID == uid {
+		return types.NamespacedName{Namespace: h.Namespace, Name: h.Name}, true
+	}
+	return types.NamespacedName{}, false
 }
 
 // gonePipelines are the pipelines lease l records that are gone: not found, or found under

@@ -173,7 +173,8 @@ func (r *CoordinatorReconciler) leaseReconciler() *LeaseReconciler {
 		recorder: r.Recorder, options: func(key types.NamespacedName) fanOutOptions {
 			return r.fanOutOptions(wakeKey{NamespacedName: key, lease: true}, "replay")
 		},
-		timedOut: r.markTimedOut,
+		timedOut:     r.markTimedOut,
+		pipelineBusy: r.running.busy,
 	}
 }
 
