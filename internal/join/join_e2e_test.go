@@ -83,7 +83,7 @@ func TestJoinRunLeave(t *testing.T) {
 			hub.Get(ctx, client.ObjectKeyFromObject(p), got) == nil && len(got.Status.Clusters) == 1 && got.Status.Clusters[0].Phase == urutauv1alpha1.ClusterReady
 	})
 	out = mustRun(t, cli.ExitOK, "members", "--kubeconfig", hubKubeconfig)
-	if !anyLine(out, `^joiner\s+\S+\s+True\s+True\s+\S+\s+1\s+1\s+0$`) {
+	if !anyLine(out, `^joiner\s+\S+\s+True\s+True\s+(within )?\S+\s+1\s+1\s+0$`) {
 		t.Errorf("members does not show joiner reachable and engaged:\n%s", out)
 	}
 
