@@ -13,6 +13,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -213,18 +214,39 @@ func (r *CoordinatorReconciler) pipelinesFor(ctx context.Context, member string,
 }
 
 // pipelinesOn lists the live pipelines placed on member, or holding objects there: those whose
-// status says so, and those a lease records there.
+// status says so, and those a lease records there. The lease is written before anything is
+// applied and the status only after, so a pipeline whose first apply there is still running is
+// found by its lease entry alone.
 func (r *CoordinatorReconciler) pipelinesOn(ctx context.Context, member string) []types.NamespacedName {
 	list := &urutauv1alpha1.CDCPipelineList{}
 	if err := r.Client.List(ctx, list); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "listing CDCPipelines placed on a member", "cluster", member)
 		return nil
 	}
+	leased := r.leasedOn(ctx, member)
 	var out []types.NamespacedName
 	for i := range list.Items {
 		p := &list.Items[i]
-		if slices.Contains(p.Status.Inventory, member) || slices.ContainsFunc(p.Status.Clusters, func(c urutauv1alpha1.ClusterStatus) bool { return c.Name == member }) {
+		if leased.Has(p.UID) || slices.Contains(p.Status.Inventory, member) || slices.ContainsFunc(p.Status.Clusters, func(c urutauv1alpha1.ClusterStatus) bool { return c.Name == member }) {
 			out = append(out, client.ObjectKeyFromObject(p))
+		}
+	}
+	return out
+}
+
+// leasedOn lists the pipelines that a lease entry records on member.
+func (r *CoordinatorReconciler) leasedOn(ctx context.Context, member string) sets.Set[types.UID] {
+	out := sets.New[types.UID]()
+	list := &urutauv1alpha1.ReaderLeaseList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(r.leases.namespace)); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing ReaderLeases with entries on a member", "cluster", member)
+		return out
+	}
+	for i := range list.Items {
+		for _, e := range list.Items[i].Spec.Members {
+			if e.Cluster == member {
+				out.Insert(e.PipelineUID)
+			}
 		}
 	}
 	return out

@@ -28,8 +28,15 @@ func TestInventoryEventHandler(t *testing.T) {
 		return &urutauv1alpha1.CDCPipeline{ObjectMeta: metav1.ObjectMeta{Namespace: "cdc", Name: name},
 			Status: urutauv1alpha1.CDCPipelineStatus{Inventory: inventory}}
 	}
-	r := &CoordinatorReconciler{health: &healthMonitor{}, Client: fake.NewClientBuilder().WithScheme(scheme).
-		WithObjects(pipeline("on-m", "a", "m"), pipeline("elsewhere", "a"), pipeline("nowhere")).
+	// applying-on-m's first apply on m is still running: only its lease entry, written before
+	// anything is applied, records it there yet.
+	applying := pipeline("applying-on-m")
+	applying.SetUID("uid-applying")
+	lease := &urutauv1alpha1.ReaderLease{ObjectMeta: metav1.ObjectMeta{Namespace: "urutau-system", Name: "mysql-1101"},
+		Spec: urutauv1alpha1.ReaderLeaseSpec{Members: []urutauv1alpha1.LeaseMember{{Cluster: "m", ClusterID: "id-m",
+			PipelineUID: "uid-applying", PipelineNamespace: "cdc", PipelineName: "applying-on-m", State: urutauv1alpha1.LeaseMemberActive}}}}
+	r := &CoordinatorReconciler{health: &healthMonitor{}, leases: leaseStore{namespace: "urutau-system"}, Client: fake.NewClientBuilder().WithScheme(scheme).
+		WithObjects(pipeline("on-m", "a", "m"), pipeline("elsewhere", "a"), pipeline("nowhere"), applying, lease).
 		WithStatusSubresource(&urutauv1alpha1.CDCPipeline{}).Build()}
 	h := r.inventoryEventHandler("", nil)
 
@@ -57,7 +64,7 @@ func TestInventoryEventHandler(t *testing.T) {
 			h.Update(ctx, event.TypedUpdateEvent[client.Object]{ObjectOld: old, ObjectNew: n}, q)
 		}
 	}
-	all := []string{"elsewhere", "nowhere", "on-m"}
+	all := []string{"applying-on-m", "elsewhere", "nowhere", "on-m"}
 
 	for _, tc := range []struct {
 		name string
@@ -72,7 +79,7 @@ func TestInventoryEventHandler(t *testing.T) {
 		}, all},
 		{"relabelled", update(entry(map[string]string{"region": "us"}, nil, "v1")), all},
 		{"a setting changed", update(entry(map[string]string{"region": "eu"}, map[string]string{AnnotationKEDAPrometheusAddress: "http://p"}, "v1")), all},
-		{"a new kubeconfig", update(entry(map[string]string{"region": "eu"}, nil, "v2")), []string{"on-m"}},
+		{"a new kubeconfig", update(entry(map[string]string{"region": "eu"}, nil, "v2")), []string{"applying-on-m", "on-m"}},
 	} {
 		if got := queued(tc.send); !slices.Equal(got, tc.want) {
 			t.Errorf("%s: queued %v, want %v", tc.name, got, tc.want)
