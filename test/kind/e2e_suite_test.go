@@ -68,6 +68,23 @@ var _ = SynchronizedBeforeSuite(func(ctx SpecContext) {}, func(ctx SpecContext) 
 	}
 }, NodeTimeout(5*time.Minute))
 
+// A failed spec shows the end of the local hub's log: what it did meanwhile is the first question.
+var _ = AfterEach(func() {
+	if !CurrentSpecReport().Failed() || fleet == nil {
+		return
+	}
+	out, err := os.ReadFile(fleet.HubLog())
+	if err != nil {
+		GinkgoWriter.Printf("hub log: %v\n", err)
+		return
+	}
+	lines := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
+	GinkgoWriter.Printf("--- the last %d lines of the hub log %s:\n%s\n", min(len(lines), hubLogTail), fleet.HubLog(), strings.Join(lines[max(0, len(lines)-hubLogTail):], "\n"))
+})
+
+// hubLogTail is how much of the hub log a failed spec shows.
+const hubLogTail = 120
+
 var _ = SynchronizedAfterSuite(func() {}, func(ctx SpecContext) {
 	if fleet == nil {
 		return

@@ -113,9 +113,13 @@ func expectReady(ctx context.Context, in SpecInput, p *urutauv1alpha1.CDCPipelin
 func deleteAndWait(ctx context.Context, in SpecInput, p *urutauv1alpha1.CDCPipeline) {
 	GinkgoHelper()
 	Expect(client.IgnoreNotFound(in.Hub.Delete(ctx, p))).To(Succeed())
-	Eventually(func() bool {
-		return apierrors.IsNotFound(in.Hub.Get(ctx, client.ObjectKeyFromObject(p), &urutauv1alpha1.CDCPipeline{}))
-	}).WithContext(ctx).WithTimeout(in.Timeout).Should(BeTrue(), "CDCPipeline %s not gone from the hub", p.Name)
+	Eventually(func(g Gomega) {
+		got := &urutauv1alpha1.CDCPipeline{}
+		err := in.Hub.Get(ctx, client.ObjectKeyFromObject(p), got)
+		// Say what the hub says it waits for, should it never finish.
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "CDCPipeline %s not gone from the hub (get: %v); conditions %+v; clusters %+v",
+			p.Name, err, got.Status.Conditions, got.Status.Clusters)
+	}).WithContext(ctx).WithTimeout(in.Timeout).Should(Succeed())
 }
 
 // PlacedAndReadySpec: a pipeline placed on two members runs a coordinator in both, and the hub
