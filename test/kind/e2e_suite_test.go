@@ -11,6 +11,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -68,9 +69,16 @@ var _ = SynchronizedBeforeSuite(func(ctx SpecContext) {}, func(ctx SpecContext) 
 	}
 }, NodeTimeout(5*time.Minute))
 
-// A failed spec shows the end of the local hub's log: what it did meanwhile is the first question.
-var _ = AfterEach(func() {
-	if !CurrentSpecReport().Failed() || fleet == nil {
+// A failed spec shows what each member runs, and the end of the local hub's log: whether the hub
+// or a member's own controllers fell behind is the first question.
+var _ = AfterEach(func(ctx SpecContext) {
+	if !CurrentSpecReport().Failed() {
+		return
+	}
+	for _, name := range input.MemberNames {
+		describeMember(ctx, name, input.Members[name])
+	}
+	if fleet == nil {
 		return
 	}
 	out, err := os.ReadFile(fleet.HubLog())
@@ -84,6 +92,28 @@ var _ = AfterEach(func() {
 
 // hubLogTail is how much of the hub log a failed spec shows.
 const hubLogTail = 120
+
+// describeMember writes the StatefulSets, pods and events of the e2e namespace in member name.
+func describeMember(ctx context.Context, name string, c client.Client) {
+	sts := &appsv1.StatefulSetList{}
+	pods := &corev1.PodList{}
+	events := &corev1.EventList{}
+	for _, l := range []client.ObjectList{sts, pods, events} {
+		if err := c.List(ctx, l, client.InNamespace(e2eNamespace)); err != nil {
+			GinkgoWriter.Printf("--- %s: listing %T: %v\n", name, l, err)
+		}
+	}
+	GinkgoWriter.Printf("--- %s, namespace %s:\n", name, e2eNamespace)
+	for _, s := range sts.Items {
+		GinkgoWriter.Printf("StatefulSet %s: replicas %d, ready %d, generation %d observed %d\n", s.Name, s.Status.Replicas, s.Status.ReadyReplicas, s.Generation, s.Status.ObservedGeneration)
+	}
+	for _, p := range pods.Items {
+		GinkgoWriter.Printf("Pod %s: phase %s, node %q, deleting %v, conditions %v\n", p.Name, p.Status.Phase, p.Spec.NodeName, p.DeletionTimestamp != nil, p.Status.Conditions)
+	}
+	for _, e := range events.Items {
+		GinkgoWriter.Printf("Event %s %s/%s %s: %s\n", e.LastTimestamp.Format(time.RFC3339), e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Reason, e.Message)
+	}
+}
 
 var _ = SynchronizedAfterSuite(func() {}, func(ctx SpecContext) {
 	if fleet == nil {
