@@ -212,15 +212,21 @@ func sortedKeys(m map[string]bool) []string {
 }
 
 // checkStopFirst (I1): during an obligation, the waiter member and the departed member never
-// surely both held a pod of the pipeline. Each obligation broken makes one violation.
+// surely both held a pod of the pipeline, unless both pods surely ran already when the move
+// began: the move started neither, and their overlap began under an earlier placement, judged by
+// that placement's own obligations (a co-placement such as [A, B] needs none). That is the case
+// of a member that left a placement while it did not answer, so kept its reader, and came back
+// by a move away from the member it had run beside (the hub never stops a reader a lease entry
+// still counts). Each obligation broken makes one violation.
 func checkStopFirst(cc *checkContext, res *Result) {
 	for _, f := range sortedPipes(cc.pipes) {
 		for _, o := range obligations(f) {
 			var evidence []string
 			var when span
+			began := moveBegan(f, o.Op)
 			for _, w := range cc.podsOf(f.UID, o.Waiter) {
 				for _, d := range cc.podsOf(f.UID, o.Departed) {
-					if excused(d, f) {
+					if excused(d, f) || (w.Sure.from < began && d.Sure.from < began) {
 						continue
 					}
 					sure := w.Sure.overlap(d.Sure).overlap(o.In)
@@ -247,6 +253,17 @@ func checkStopFirst(cc *checkContext, res *Result) {
 			}
 		}
 	}
+}
+
+// moveBegan is the start of op, which changed f's placement (0, which excuses nothing, if no
+// placement change is op's).
+func moveBegan(f *pipelineFacts, op int) Stamp {
+	for _, ch := range f.Placements {
+		if ch.Op == op {
+			return ch.At.from
+		}
+	}
+	return 0
 }
 
 func placementsString(f *pipelineFacts) string {

@@ -242,6 +242,32 @@ func TestCheckStopFirstAndStray(t *testing.T) {
 			t.Fatalf("unexpected violations:\n%s", Report(&b.rec, res))
 		}
 	})
+	// p1 runs on a and b, leaves b (which does not answer, so keeps its reader), and moves from a
+	// back to b: the move started neither reader, both ran before it.
+	coPlaced := func() *rb {
+		return newRB().pipeline("u1", "p1", "mysql:1", 5, 0.5).
+			op(Create{Name: "p1"}, 0.4, 0.45, PipelineRef{Name: "p1", UID: "u1", Placement: []string{"member-a", "member-b"}}).
+			sts("member-a", "sa", "u1").sts("member-b", "sb", "u1").
+			sample("member-a", 0.9, 9).pod("member-a", Added, "pa", "sa", 10, 1.0, false).sample("member-a", 2.0, 12, "pa").
+			sample("member-b", 0.9, 9).pod("member-b", Added, "pb", "sb", 10, 1.0, false).sample("member-b", 1.5, 12, "pb").
+			op(Place{Name: "p1"}, 1.6, 1.7, PipelineRef{Name: "p1", UID: "u1", Placement: []string{"member-a"}, SpecChanged: true}).
+			op(Place{Name: "p1"}, 2.5, 2.6, PipelineRef{Name: "p1", UID: "u1", Placement: []string{"member-b"}, SpecChanged: true}).
+			sample("member-a", 5.0, 20, "pa")
+	}
+	t.Run("a reader that ran beside the departed one before the move", func(t *testing.T) {
+		b := coPlaced().sample("member-b", 5.0, 20, "pb")
+		if res := Check(&b.rec); res.Failed() {
+			t.Fatalf("unexpected violations:\n%s", Report(&b.rec, res))
+		}
+	})
+	t.Run("a reader started after the move while the departed one still ran", func(t *testing.T) {
+		b := coPlaced().pod("member-b", Deleted, "pb", "sb", 13, 1.8, false).sample("member-b", 1.9, 14).
+			pod("member-b", Added, "pb2", "sb", 15, 3.0, false).sample("member-b", 5.0, 20, "pb2")
+		res := Check(&b.rec)
+		if got := invariants(res); !reflect.DeepEqual(got, []string{InvStopFirst}) {
+			t.Fatalf("violations %v, want [%s]\n%s", got, InvStopFirst, Report(&b.rec, res))
+		}
+	})
 	t.Run("a pod where the pipeline was never placed", func(t *testing.T) {
 		b := base().pod("member-a", Deleted, "pa", "sa", 30, 2.8, false).sample("member-c", 3.0, 50).
 			pod("member-c", Added, "pc", "sc", 51, 3.2, false).sample("member-c", 3.5, 52, "pc")
