@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -223,6 +224,8 @@ func runOne(t *testing.T, f *Fleet, h History, i int, tally *Tally) {
 	path, err := Save(outDir(), rec, res)
 	if err != nil {
 		t.Errorf("saving the history: %v", err)
+	} else if err := saveHubLines(strings.TrimSuffix(path, ".json")+".hub.log", f.HubLogs(), historyNeedles(rec)); err != nil {
+		t.Errorf("saving the hub log lines of the history: %v", err)
 	}
 	t.Errorf("%s\n%s\nreplay: go test ./test/chaos -run 'TestChaos$' -chaos.replay=%s -v\n(history and report saved next to it; hub logs: %s)",
 		report, h, path, strings.Join(f.HubLogs(), ", "))
@@ -242,6 +245,42 @@ func missedAwaits(rec *Recording) []OpRecord {
 			if o.Err != "" {
 				out = append(out, o)
 			}
+		}
+	}
+	return out
+}
+
+// saveHubLines copies to path the lines of the hub logs that mention the history (its namespace
+// or one of its pipelines): the logs are shared by every history of the fleet and outlive it only
+// with -chaos.keep, and a failure that does not replay is understood from them or not at all.
+func saveHubLines(path string, logs, needles []string) error {
+	var out strings.Builder
+	for _, l := range logs {
+		raw, err := os.ReadFile(l)
+		if os.IsNotExist(err) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(&out, "==> %s <==\n", filepath.Base(l))
+		for line := range strings.Lines(string(raw)) {
+			if slices.ContainsFunc(needles, func(n string) bool { return strings.Contains(line, n) }) {
+				out.WriteString(line)
+			}
+		}
+	}
+	return os.WriteFile(path, []byte(out.String()), 0o644)
+}
+
+// historyNeedles are the strings a hub log line about rec's history contains: its namespace as a
+// value or a key prefix, and the UIDs of its pipelines (a lease's lines name them, not the
+// namespace).
+func historyNeedles(rec *Recording) []string {
+	out := []string{`"` + rec.Namespace + `"`, rec.Namespace + "/"}
+	for _, e := range rec.Events {
+		if e.Cluster == hubCluster && e.Kind == kindPipelines && e.Obj.UID != "" && !slices.Contains(out, e.Obj.UID) {
+			out = append(out, e.Obj.UID)
 		}
 	}
 	return out
