@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"bytes"
 	"context"
 	"flag"
 	"fmt"
@@ -8,7 +9,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -203,6 +203,7 @@ func recheck(t *testing.T, path string) {
 func runOne(t *testing.T, f *Fleet, h History, i int, tally *Tally) {
 	t.Logf("seed %d:\n%s", h.Seed, h)
 	start := time.Now()
+	logsFrom := logSizes(f.HubLogs())
 	rec, err := f.Run(t.Context(), h, i)
 	if err != nil {
 		t.Fatalf("running %s: %v", h.Name, err)
@@ -224,7 +225,7 @@ func runOne(t *testing.T, f *Fleet, h History, i int, tally *Tally) {
 	path, err := Save(outDir(), rec, res)
 	if err != nil {
 		t.Errorf("saving the history: %v", err)
-	} else if err := saveHubLines(strings.TrimSuffix(path, ".json")+".hub.log", f.HubLogs(), historyNeedles(rec)); err != nil {
+	} else if err := saveHubLines(strings.TrimSuffix(path, ".json")+".hub.log", f.HubLogs(), logsFrom); err != nil {
 		t.Errorf("saving the hub log lines of the history: %v", err)
 	}
 	t.Errorf("%s\n%s\nreplay: go test ./test/chaos -run 'TestChaos$' -chaos.replay=%s -v\n(history and report saved next to it; hub logs: %s)",
@@ -250,11 +251,22 @@ func missedAwaits(rec *Recording) []OpRecord {
 	return out
 }
 
-// saveHubLines copies to path the lines of the hub logs that mention the history (its namespace
-// or one of its pipelines): the logs are shared by every history of the fleet and outlive it only
-// with -chaos.keep, and a failure that does not replay is understood from them or not at all.
-func saveHubLines(path string, logs, needles []string) error {
-	var out strings.Builder
+// logSizes are the sizes of the hub logs now: where the lines of the history about to run begin.
+func logSizes(logs []string) map[string]int64 {
+	out := map[string]int64{}
+	for _, l := range logs {
+		if fi, err := os.Stat(l); err == nil {
+			out[l] = fi.Size()
+		}
+	}
+	return out
+}
+
+// saveHubLines copies to path what each hub log gained since from (logSizes before the history
+// ran): the logs are shared by every history of the fleet and outlive it only with -chaos.keep,
+// and a failure that does not replay is understood from them or not at all.
+func saveHubLines(path string, logs []string, from map[string]int64) error {
+	var out bytes.Buffer
 	for _, l := range logs {
 		raw, err := os.ReadFile(l)
 		if os.IsNotExist(err) {
@@ -263,25 +275,8 @@ func saveHubLines(path string, logs, needles []string) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(&out, "==> %s <==\n", filepath.Base(l))
-		for line := range strings.Lines(string(raw)) {
-			if slices.ContainsFunc(needles, func(n string) bool { return strings.Contains(line, n) }) {
-				out.WriteString(line)
-			}
-		}
+		fmt.Fprintf(&out, "==> %s, from byte %d <==\n", filepath.Base(l), from[l])
+		out.Write(raw[min(from[l], int64(len(raw))):])
 	}
-	return os.WriteFile(path, []byte(out.String()), 0o644)
-}
-
-// historyNeedles are the strings a hub log line about rec's history contains: its namespace as a
-// value or a key prefix, and the UIDs of its pipelines (a lease's lines name them, not the
-// namespace).
-func historyNeedles(rec *Recording) []string {
-	out := []string{`"` + rec.Namespace + `"`, rec.Namespace + "/"}
-	for _, e := range rec.Events {
-		if e.Cluster == hubCluster && e.Kind == kindPipelines && e.Obj.UID != "" && !slices.Contains(out, e.Obj.UID) {
-			out = append(out, e.Obj.UID)
-		}
-	}
-	return out
+	return os.WriteFile(path, out.Bytes(), 0o644)
 }
