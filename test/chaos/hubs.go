@@ -2,12 +2,14 @@ package chaos
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -115,6 +117,26 @@ func (h *hubs) kill(ctx context.Context, i int) error {
 		err = perr
 	}
 	return err
+}
+
+// dumpStacks has every running hub print its goroutines to its log (SIGQUIT: the Go runtime
+// writes every stack and exits), then kills it as kill does. Called when a history does not
+// settle: a reconcile that never ends shows there, and nowhere else.
+func (h *hubs) dumpStacks(ctx context.Context) error {
+	var errs []error
+	for i := range 2 {
+		if !h.running(i) {
+			continue
+		}
+		if err := h.cmds[i].Process.Signal(syscall.SIGQUIT); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", hubName(i), err))
+		}
+		for deadline := time.Now().Add(10 * time.Second); h.running(i) && time.Now().Before(deadline); {
+			time.Sleep(100 * time.Millisecond)
+		}
+		errs = append(errs, h.kill(ctx, i))
+	}
+	return errors.Join(errs...)
 }
 
 // leader is the hub that leads (-1: none yet).

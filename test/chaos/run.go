@@ -38,8 +38,14 @@ func (f *Fleet) Run(ctx context.Context, h History, n int) (*Recording, error) {
 	x := &executor{env: e, ns: ns, n: n, rec: rec}
 	x.run(ctx, h)
 	start := rec.now()
-	x.settle(ctx, settleTimeout)
-	e.logf("settled in %s", (rec.now() - start).Round(time.Millisecond))
+	if x.settle(ctx, settleTimeout) {
+		e.logf("settled in %s", (rec.now() - start).Round(time.Millisecond))
+	} else {
+		e.logf("not settled after %s: the hubs print their goroutines to their logs (SIGQUIT)", settleTimeout)
+		if err := e.hubs.dumpStacks(ctx); err != nil {
+			e.logf("dumping the hubs' goroutines: %v", err)
+		}
+	}
 	final := x.final(ctx)
 	settled := rec.now()
 	// A few more polls, so that every clock runs past the final reads.
@@ -54,19 +60,21 @@ func (f *Fleet) Run(ctx context.Context, h History, n int) (*Recording, error) {
 }
 
 // settle waits until the namespace is empty everywhere (the history ends by deleting every
-// pipeline) and nothing of it is left on the hub, then a quiet moment; or until timeout.
-func (x *executor) settle(ctx context.Context, timeout time.Duration) {
+// pipeline) and nothing of it is left on the hub, then a quiet moment; or until timeout. It
+// tells whether that happened.
+func (x *executor) settle(ctx context.Context, timeout time.Duration) bool {
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) && ctx.Err() == nil {
 		f := x.final(ctx)
 		if f.empty() {
 			sleep(ctx, 2*time.Second)
 			if x.final(ctx).empty() {
-				return
+				return true
 			}
 		}
 		sleep(ctx, time.Second)
 	}
+	return false
 }
 
 func (f Final) empty() bool {
