@@ -2,10 +2,12 @@ package fleet
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -80,10 +82,11 @@ func (r *CoordinatorReconciler) applyOn(ctx context.Context, p *urutauv1alpha1.C
 			r.event(p, corev1.EventTypeWarning, EventAdoptionWarning, "Apply", "cluster %q: %s", m, warning)
 		}),
 	}
-	if !pl.wrote {
-		job.mayCreateCoordinator = func(ctx context.Context) error {
-			return r.leases.mayCreateCoordinator(ctx, w.leaseName, p.UID, m, w.ids[m])
+	job.mayCreateCoordinator = func(ctx context.Context) error {
+		if err := r.stillCurrent(ctx, p); err != nil || pl.wrote {
+			return err
 		}
+		return r.leases.mayCreateCoordinator(ctx, w.leaseName, p.UID, m, w.ids[m])
 	}
 	res := job.run(ctx)
 	if res.timedOut {
@@ -131,4 +134,30 @@ func (r *CoordinatorReconciler) markTimedOut(member string) string {
 		r.requeue(r.pipelinesOn(context.Background(), member)...)
 	}
 	return msg
+}
+
+// errSuperseded is an apply whose decision a newer change of the pipeline overtook.
+var errSuperseded = errors.New("the pipeline changed since this reconcile placed it")
+
+// stillCurrent confirms, with a quorum read, that p is still the pipeline as this reconcile read
+// it (same UID and generation, not being deleted) before a coordinator StatefulSet is created:
+// that creation starts a reader, and an apply still running after the placement moved away from
+// its member (chaos seed 70065: [b,c] then [a] then [b], c's StatefulSet created 0.3 s after c
+// left) would start one where the pipeline no longer runs. The next reconcile decides again.
+func (r *CoordinatorReconciler) stillCurrent(ctx context.Context, p *urutauv1alpha1.CDCPipeline) error {
+	got := &urutauv1alpha1.CDCPipeline{}
+	err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(p), got)
+	switch {
+	case apierrors.IsNotFound(err):
+		return fmt.Errorf("%w: it is gone", errSuperseded)
+	case err != nil:
+		return fmt.Errorf("confirming CDCPipeline %s/%s before starting its coordinator: %w", p.Namespace, p.Name, err)
+	case got.UID != p.UID:
+		return fmt.Errorf("%w: it was re-created", errSuperseded)
+	case got.DeletionTimestamp != nil:
+		return fmt.Errorf("%w: it is being deleted", errSuperseded)
+	case got.Generation != p.Generation:
+		return fmt.Errorf("%w: generation %d is now %d", errSuperseded, p.Generation, got.Generation)
+	}
+	return nil
 }

@@ -286,6 +286,14 @@ func (j *applyJob) boundaryAllows(res *memberResult, err error) bool {
 	case errors.As(err, &d):
 		*res = denied(j.conn.name, j.id, d)
 		return false
+	case errors.Is(err, errSuperseded):
+		// Not a failure: the reconcile of the newer change decides again, at once.
+		res.retry = true
+		res.obs.Phase, res.obs.Message = urutauv1alpha1.ClusterPending, "coordinator not started: "+err.Error()
+		if j.crossed != nil {
+			j.crossed()
+		}
+		return false
 	case errors.As(err, &c):
 		// Waiting for a person (the object's owner hands it over, or it goes): not a failure to
 		// back off from; a change of the object brings the pipeline back (foreignObjectRequests).
