@@ -7,11 +7,12 @@ package fleet
 // shipped is used. The self-signed certificate's rights are not here: they ship with
 // config/hub/self-signed only.
 
-// CDCPipelines in every namespace (or --watch-namespaces): the cache (list, watch), the finalizer
-// by merge patch; status by merge patch. Inventory entries, ReaderLeases and
+// CDCPipelines in every namespace (or --watch-namespaces): the cache (list, watch), a quorum read
+// before a coordinator StatefulSet is created (get, stillCurrent), the finalizer by merge patch;
+// status by merge patch. Inventory entries, ReaderLeases and
 // the leader Lease live in the hub's own namespace only (the Role generated for urutau-system;
 // kustomize renames it with the install); events go to each pipeline's namespace.
-// +kubebuilder:rbac:groups=urutau.io,resources=cdcpipelines,verbs=list;watch;patch
+// +kubebuilder:rbac:groups=urutau.io,resources=cdcpipelines,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=urutau.io,resources=cdcpipelines/status,verbs=patch
 
 // PlacementPolicies and the hub's Namespaces (their metadata): the reconciler checks the tenancy

@@ -1049,6 +1049,7 @@ versions:
   resources:
   - cdcpipelines
   verbs:
+  - get
   - list
   - patch
   - watch
