@@ -340,6 +340,13 @@ var _ = Describe("the hub under faults", Ordered, func() {
 		}
 		Expect(lf.HubRunning()).To(BeTrue(), "the hub process died; see %s", lf.HubLog())
 
+		By("the bad members' messages settle: the first health round may still say more precisely why")
+		Eventually(func(g Gomega) {
+			rv := getPipeline(ctx, g, p).ResourceVersion
+			time.Sleep(2*memberTimeout + time.Second)
+			g.Expect(getPipeline(ctx, g, p).ResourceVersion).To(Equal(rv), "the status is still changing")
+		}).WithContext(ctx).WithTimeout(90 * time.Second).Should(Succeed())
+
 		By("no hot loop: counting the hub's writes to the hub over 20 s")
 		hubBefore := requests(ctx, "hub", hubWrites)
 		time.Sleep(20 * time.Second)
