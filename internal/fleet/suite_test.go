@@ -103,7 +103,7 @@ var _ = BeforeSuite(func() {
 	mgr, err := mcmanager.New(hub.Config, provider, manager.Options{
 		Scheme:  testenv.Scheme(),
 		Metrics: metricsserver.Options{BindAddress: "0"},
-		Cache:   cache.Options{ByObject: fleet.HubCacheByObject(systemNS)},
+		Cache:   cache.Options{ByObject: fleet.HubCacheByObject(systemNS), DefaultTransform: cache.TransformStripManagedFields()},
 	})
 	Expect(err).NotTo(HaveOccurred())
 	Expect(provider.SetupWithManager(suiteCtx, mgr)).To(Succeed())
