@@ -77,7 +77,7 @@ func (r *CoordinatorReconciler) applyOn(ctx context.Context, p *urutauv1alpha1.C
 		p: p, conn: c, id: w.ids[m], settings: r.settingsFor(p, w.inventory[m]),
 		manager: FieldManagerFor(r.FieldManager, m), applier: &r.applier,
 		crossed:  func() { r.lookAgain.Store(client.ObjectKeyFromObject(p), true) },
-		boundary: w.boundary,
+		boundary: w.boundary, leaseWritten: pl.wrote,
 		guard: guardAdoption(p, func(warning string) {
 			r.event(p, corev1.EventTypeWarning, EventAdoptionWarning, "Apply", "cluster %q: %s", m, warning)
 		}),

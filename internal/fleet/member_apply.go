@@ -78,9 +78,12 @@ type applyJob struct {
 	applier  *applier
 	// crossed is called when a change by someone else crossed one of the job's writes.
 	crossed func()
-	// mayCreateCoordinator confirms the reader lease before the coordinator StatefulSet is
-	// created (leaseStore.mayCreateCoordinator).
+	// mayCreateCoordinator confirms the pipeline (stillCurrent) and the reader lease
+	// (leaseStore.mayCreateCoordinator) before the coordinator StatefulSet is created.
 	mayCreateCoordinator func(context.Context) error
+	// leaseWritten: this reconcile wrote the reader lease, so mayCreateCoordinator only confirms
+	// the pipeline, which is harmless for a coordinator that exists: no member read before it.
+	leaseWritten bool
 	// guard refuses to write over an object this pipeline does not own (adoption rules).
 	guard func(kind string, existing client.Object) error
 	// boundary is the tenancy boundary; nsCheck its check of the member namespace, made before
@@ -318,7 +321,7 @@ func (j *applyJob) applyCoordinator(ctx context.Context, res *memberResult, w *c
 		res.fail(err)
 		return nil, false
 	}
-	req.beforeCreate = j.mayCreateCoordinator
+	req.beforeCreate, req.confirmAbsent = j.mayCreateCoordinator, !j.leaseWritten
 	before := res.wrote
 	if err := j.apply(ctx, res, req, j.conn.cached); !j.boundaryAllows(res, err) {
 		return nil, false

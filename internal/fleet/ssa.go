@@ -52,10 +52,15 @@ type applyRequest struct {
 	// crossed is set by apply when a change by someone else reached the member watch while the
 	// apply was in flight: the pipeline must be reconciled again.
 	crossed bool
-	// beforeCreate, when set, is asked before the object is created (it was found in neither the
-	// cache nor the member): an error stops the apply. The coordinator StatefulSet uses it to
-	// confirm the reader lease, since creating it starts a reader where none ran.
+	// beforeCreate, when set, is asked before the object is created (it was not in the cache, nor
+	// in the member when confirmAbsent): an error stops the apply. The coordinator StatefulSet
+	// uses it to confirm the pipeline and the reader lease, since creating it starts a reader
+	// where none ran.
 	beforeCreate func(context.Context) error
+	// confirmAbsent reads the member before beforeCreate, so that a lagging cache does not have
+	// beforeCreate refuse an object that exists. Without it beforeCreate must be harmless for an
+	// object that exists, and a create costs no member read.
+	confirmAbsent bool
 	// guard, when set, is asked before an existing object is written: an error (an object this
 	// pipeline does not own) stops the apply.
 	guard func(kind string, existing client.Object) error
@@ -113,8 +118,10 @@ func (a *applier) apply(ctx context.Context, cached, live client.Reader, writer 
 		return false, err
 	}
 	if !found && r.beforeCreate != nil {
-		if found, err = a.read(ctx, live, member, r); err != nil {
-			return false, err
+		if r.confirmAbsent {
+			if found, err = a.read(ctx, live, member, r); err != nil {
+				return false, err
+			}
 		}
 		if !found {
 			if err := r.beforeCreate(ctx); err != nil {

@@ -1,11 +1,15 @@
 package fleet
 
 import (
+	"context"
 	"errors"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
@@ -63,5 +67,47 @@ func TestSupersededApplyLooksAgain(t *testing.T) {
 	}
 	if !asked || !res.retry || res.err != nil || res.obs.Phase != urutauv1alpha1.ClusterPending || res.eventReason != "" {
 		t.Fatalf("superseded apply: looked again %v, retry %v, err %v, phase %s, event %q", asked, res.retry, res.err, res.obs.Phase, res.eventReason)
+	}
+}
+
+// countingReader counts the Gets a reader serves.
+type countingReader struct {
+	client.Reader
+	gets int
+}
+
+func (c *countingReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	c.gets++
+	return c.Reader.Get(ctx, key, obj, opts...)
+}
+
+// A coordinator that the cache does not hold is confirmed absent with a member read only when
+// the check before its creation could refuse it (the lease was not written by this reconcile):
+// a first placement costs no member read besides the namespace's (bench: member reads per
+// placement on create).
+func TestBeforeCreateReadsTheMemberOnlyWhenAsked(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := appsv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	stop := errors.New("stop before the write")
+	for _, confirm := range []bool{false, true} {
+		empty := fake.NewClientBuilder().WithScheme(scheme).Build()
+		live := &countingReader{Reader: fake.NewClientBuilder().WithScheme(scheme).Build()}
+		req, err := statefulSetRequest(appsv1ac.StatefulSet("p-coordinator", "cdc"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		asked := 0
+		req.beforeCreate = func(context.Context) error { asked++; return stop }
+		req.confirmAbsent = confirm
+		a := &applier{}
+		wrote, err := a.apply(t.Context(), empty, live, nil, "member-a", "urutau-operator@member-a", req)
+		if !errors.Is(err, stop) || wrote || asked != 1 {
+			t.Errorf("confirmAbsent %v: apply = %v, %v; beforeCreate asked %d times; want the check's error, no write, asked once", confirm, wrote, err, asked)
+		}
+		if want := map[bool]int{false: 0, true: 1}[confirm]; live.gets != want {
+			t.Errorf("confirmAbsent %v: %d member reads, want %d", confirm, live.gets, want)
+		}
 	}
 }
