@@ -3,6 +3,11 @@ package fleet
 import (
 	"fmt"
 	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+
+	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
 )
 
 func TestEchoFilter(t *testing.T) {
@@ -94,4 +99,37 @@ func TestEchoFilter(t *testing.T) {
 		}
 		f.end("k", "1")
 	})
+}
+
+// A write of ours that changes nothing answers with the resourceVersion of the latest change,
+// which may be someone else's: a change our writes never make passes the hub filter anyway
+// (chaos seed 70071: a deletion taken for the echo of a status patch).
+func TestNotOurEchoLetsOthersChangesThrough(t *testing.T) {
+	r := &CoordinatorReconciler{}
+	r.hubEchoes.begin("cdc/p1")
+	r.hubEchoes.end("cdc/p1", "42") // a status patch from a stale cache: a no-op, answered with 42
+	old := &urutauv1alpha1.CDCPipeline{ObjectMeta: metav1.ObjectMeta{Namespace: "cdc", Name: "p1", Generation: 2, ResourceVersion: "41",
+		Labels: map[string]string{"team": "a"}, Annotations: map[string]string{"note": "x"}}}
+	now := metav1.Now()
+	for _, tc := range []struct {
+		name   string
+		change func(*urutauv1alpha1.CDCPipeline)
+		passes bool
+	}{
+		{"our status write", func(p *urutauv1alpha1.CDCPipeline) { p.Status.ObservedGeneration = 2 }, false},
+		{"our finalizer", func(p *urutauv1alpha1.CDCPipeline) { p.Finalizers = []string{urutauv1alpha1.Finalizer} }, false},
+		{"a deletion", func(p *urutauv1alpha1.CDCPipeline) { p.DeletionTimestamp, p.Generation = &now, 3 }, true},
+		{"a spec change", func(p *urutauv1alpha1.CDCPipeline) { p.Generation = 3 }, true},
+		{"a label", func(p *urutauv1alpha1.CDCPipeline) { p.Labels = map[string]string{"team": "b"} }, true},
+		{"an annotation", func(p *urutauv1alpha1.CDCPipeline) {
+			p.Annotations = map[string]string{"note": "x", urutauv1alpha1.AnnotationConfirmGone: "member-a"}
+		}, true},
+	} {
+		updated := old.DeepCopy()
+		tc.change(updated)
+		updated.ResourceVersion = "42"
+		if got := r.notOurEcho().Update(event.UpdateEvent{ObjectOld: old, ObjectNew: updated}); got != tc.passes {
+			t.Errorf("%s with our write's resourceVersion: passes %v, want %v", tc.name, got, tc.passes)
+		}
+	}
 }

@@ -107,7 +107,7 @@ func (r *CoordinatorReconciler) memberEventHandler(name multicluster.ClusterName
 			}
 		},
 		UpdateFunc: func(_ context.Context, e event.TypedUpdateEvent[client.Object], q queue) {
-			if !r.applier.isEcho(member, e.ObjectNew) {
+			if deletionStarted(e.ObjectOld, e.ObjectNew) || !r.applier.isEcho(member, e.ObjectNew) {
 				enqueue(q, e.ObjectOld, e.ObjectNew)
 			}
 		},
@@ -123,17 +123,36 @@ func (r *CoordinatorReconciler) memberEventHandler(name multicluster.ClusterName
 
 // notOurEcho filters the hub watch of CDCPipelines (see echoFilter): the events of our own
 // finalizer and status writes. Writes by anyone else (a spec change, a person setting
-// status.terminated) carry another resourceVersion and are reconciled.
+// status.terminated) carry another resourceVersion and are reconciled. A change none of our
+// writes makes (othersChange) passes whatever its resourceVersion: a write of ours that changed
+// nothing answers with the resourceVersion of the latest change, which may be someone else's: a
+// status patch computed from a stale cache, sent just after a deletion, answers with the
+// deletion's. The likely cause of chaos seed 70071, where a deletion waited 100 s for a reconcile.
 func (r *CoordinatorReconciler) notOurEcho() predicate.Predicate {
 	return predicate.Funcs{
 		UpdateFunc: func(e event.UpdateEvent) bool {
-			return !r.hubEchoes.isEcho(hubKey(e.ObjectNew), e.ObjectNew.GetResourceVersion())
+			return othersChange(e.ObjectOld, e.ObjectNew) || !r.hubEchoes.isEcho(hubKey(e.ObjectNew), e.ObjectNew.GetResourceVersion())
 		},
 		DeleteFunc: func(e event.DeleteEvent) bool {
 			r.hubEchoes.forget(hubKey(e.Object))
 			return true
 		},
 	}
+}
+
+// othersChange tells that a hub pipeline's update is not ours alone: the hub writes its status,
+// its finalizer and the removal of the confirm-cluster-gone annotation, never its spec (the
+// generation), a deletion, labels or other annotations. The removal of the annotation counts
+// too, which costs one reconcile after a confirmation is consumed.
+func othersChange(before, after client.Object) bool {
+	return before.GetGeneration() != after.GetGeneration() || deletionStarted(before, after) ||
+		!maps.Equal(before.GetLabels(), after.GetLabels()) || !maps.Equal(before.GetAnnotations(), after.GetAnnotations())
+}
+
+// deletionStarted tells that an update set the object's deletion timestamp, which no write of
+// the hub does.
+func deletionStarted(before, after client.Object) bool {
+	return before.GetDeletionTimestamp() == nil && after.GetDeletionTimestamp() != nil
 }
 
 // inventoryEventHandler re-places every pipeline when a member joins, leaves, or changes its
