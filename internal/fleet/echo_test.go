@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
@@ -130,6 +131,41 @@ func TestNotOurEchoLetsOthersChangesThrough(t *testing.T) {
 		updated.ResourceVersion = "42"
 		if got := r.notOurEcho().Update(event.UpdateEvent{ObjectOld: old, ObjectNew: updated}); got != tc.passes {
 			t.Errorf("%s with our write's resourceVersion: passes %v, want %v", tc.name, got, tc.passes)
+		}
+	}
+}
+
+// The answer to our write shows what others changed meanwhile; a change the hub acts on has the
+// pipeline looked at again, since the filter may take its event for our echo (a person clearing
+// status.terminated while a status patch from a stale cache changes nothing).
+func TestWriteHubLooksAgainAtOthersChanges(t *testing.T) {
+	sent := &urutauv1alpha1.CDCPipeline{ObjectMeta: metav1.ObjectMeta{Namespace: "cdc", Name: "p1", Generation: 2, ResourceVersion: "9"}}
+	sent.Status.Terminated = &urutauv1alpha1.Terminated{Reason: "InvalidSpec"}
+	now := metav1.Now()
+	for _, tc := range []struct {
+		name  string
+		other func(*urutauv1alpha1.CDCPipeline)
+		again bool
+	}{
+		{"nothing else changed", func(*urutauv1alpha1.CDCPipeline) {}, false},
+		{"a status field the hub writes", func(p *urutauv1alpha1.CDCPipeline) { p.Status.ObservedGeneration = 2 }, false},
+		{"status.terminated cleared", func(p *urutauv1alpha1.CDCPipeline) { p.Status.Terminated = nil }, true},
+		{"a deletion", func(p *urutauv1alpha1.CDCPipeline) { p.DeletionTimestamp, p.Generation = &now, 3 }, true},
+		{"a spec change", func(p *urutauv1alpha1.CDCPipeline) { p.Generation = 3 }, true},
+		{"an annotation", func(p *urutauv1alpha1.CDCPipeline) {
+			p.Annotations = map[string]string{urutauv1alpha1.AnnotationConfirmGone: "member-a"}
+		}, true},
+	} {
+		r := &CoordinatorReconciler{}
+		p := sent.DeepCopy()
+		err := r.writeHub(p, func() error {
+			p.ResourceVersion = "11" // a no-op patch: the latest resourceVersion, someone else's
+			tc.other(p)
+			return nil
+		})
+		_, again := r.lookAgain.Load(client.ObjectKeyFromObject(p))
+		if err != nil || again != tc.again {
+			t.Errorf("%s: writeHub = %v, looks again %v, want %v", tc.name, err, again, tc.again)
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -234,19 +235,28 @@ func (r *CoordinatorReconciler) requeue(keys ...types.NamespacedName) {
 }
 
 // writeHub makes one write to pipeline p through write, which updates p with the answer, and
-// tells the hub echo filter about it.
+// tells the hub echo filter about it. An answer that shows a change by someone else has the
+// pipeline looked at again: a write that changed nothing answers with the latest
+// resourceVersion, and the filter then takes that change's event for our echo.
 func (r *CoordinatorReconciler) writeHub(p *urutauv1alpha1.CDCPipeline, write func() error) error {
 	key := hubKey(p)
+	sent := p.DeepCopy()
 	r.hubEchoes.begin(key)
 	err := write()
 	rv := ""
 	if err == nil {
 		rv = p.ResourceVersion
 	}
-	if r.hubEchoes.end(key, rv) {
+	if r.hubEchoes.end(key, rv) || (err == nil && othersWrote(sent, p)) {
 		r.lookAgain.Store(client.ObjectKeyFromObject(p), true)
 	}
 	return err
+}
+
+// othersWrote tells that the answer to a write of sent carries a change the hub does not make
+// and acts on: the spec (its generation), a deletion, labels, annotations, status.terminated.
+func othersWrote(sent, answer *urutauv1alpha1.CDCPipeline) bool {
+	return othersChange(sent, answer) || !apiequality.Semantic.DeepEqual(sent.Status.Terminated, answer.Status.Terminated)
 }
 
 func hubKey(o client.Object) string { return o.GetNamespace() + "/" + o.GetName() }
