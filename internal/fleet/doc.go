@@ -62,7 +62,8 @@
 //	                             for the no-op check; echoes of our applies (echoFilter).
 //	hubEchoes,      echo.go      resourceVersions of our own writes to pipelines and leases:
 //	leaseEchoes                  their watch events are not reconciled; a foreign change that
-//	                             crossed a write sets lookAgain, which requeues at once.
+//	                             crossed a write sets lookAgain, which requeues at once, as
+//	                             does a change of others that a write's answer shows.
 //	healthMonitor   health.go    when each member is next checked.
 //	orphanScanner   orphans.go   the orphans each member's last scan suspected.
 //
