@@ -182,6 +182,8 @@ func fastConfig(c *testenv.Cluster) *rest.Config {
 
 func run(ctx context.Context, o options) error {
 	start := time.Now()
+	// Before the hub is built: the tree may change while the bench runs.
+	tree := commit(ctx)
 	e, stop, err := setUp(ctx, o)
 	defer stop()
 	if err != nil {
@@ -212,7 +214,7 @@ func run(ctx context.Context, o options) error {
 			}
 		}
 	}
-	rep := report{o: o, results: results, baseRSS: base, took: time.Since(start), at: time.Now().UTC(), commit: commit(ctx)}
+	rep := report{o: o, results: results, baseRSS: base, took: time.Since(start), at: time.Now().UTC(), commit: tree}
 	fmt.Println()
 	fmt.Println(rep.tables())
 	fmt.Printf("total bench time %s\n", rep.took.Round(time.Second))
@@ -292,8 +294,8 @@ func (e *env) connect(clusters []*testenv.Cluster) error {
 	return os.WriteFile(e.kubecfg, kc, 0o600)
 }
 
-// commit is the tree the bench ran on: the short commit, "+changes" when files other than the
-// bench's output differ from it.
+// commit is the tree the bench runs on (read when it starts, before it builds the hub): the
+// short commit, "+changes" when files other than the bench's output differ from it.
 func commit(ctx context.Context) string {
 	out, err := exec.CommandContext(ctx, "git", "rev-parse", "--short", "HEAD").Output()
 	if err != nil {
