@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
