@@ -318,9 +318,9 @@ func newInventory(o options, hub client.Reader) inventory.Inventory {
 // hubCacheOptions scopes the hub's cache to what the hub reads: inventory entries in the provider
 // namespace only (so the hub needs no cluster-wide Secret access), ReaderLeases in their namespace, and
 // with --watch-namespaces, CDCPipelines from those namespaces only. Cached objects drop their
-// managedFields: the hub never reads them on its own objects (it applies status from fresh objects,
-// and an update with no managedFields keeps the server's), and they were a tenth of the heap at
-// 10x1000 (docs/benchmarks.md).
+// managedFields: the hub never reads them on its own objects (its merge patches diff two copies of
+// one object, and an update with no managedFields keeps the server's), and they were a tenth of
+// the heap at 10x1000 (docs/benchmarks.md).
 func hubCacheOptions(o options) cache.Options {
 	only := func(ns string) map[string]cache.Config { return map[string]cache.Config{ns: {}} }
 	byObject := fleet.HubCacheByObject(o.leaseNamespace)
