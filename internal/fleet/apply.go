@@ -78,6 +78,7 @@ func (r *CoordinatorReconciler) applyOn(ctx context.Context, p *urutauv1alpha1.C
 		manager: FieldManagerFor(r.FieldManager, m), applier: &r.applier,
 		crossed:  func() { r.lookAgain.Store(client.ObjectKeyFromObject(p), true) },
 		boundary: w.boundary, leaseWritten: pl.wrote,
+		cacheMayLag: r.Liveness.cacheMayLag(r.members.host(m), time.Now()),
 		guard: guardAdoption(p, func(warning string) {
 			r.event(p, corev1.EventTypeWarning, EventAdoptionWarning, "Apply", "cluster %q: %s", m, warning)
 		}),

@@ -91,6 +91,8 @@ type hostLiveness struct {
 	// since is the last answer, or when a request was sent while none waited and the last one
 	// was answered, if later.
 	since time.Time
+	// lastUnanswered is when a request last returned without an answer.
+	lastUnanswered time.Time
 }
 
 // Track is a REST option that has Liveness follow the requests of the member cfg is for.
@@ -149,7 +151,26 @@ func (l *Liveness) returned(host string, answered bool, now time.Time) {
 	h.unanswered = !answered
 	if answered {
 		h.since = now
+	} else {
+		h.lastUnanswered = now
 	}
+}
+
+// memberCacheRecovery is how long a member's cache may lag after the member last left a request
+// unanswered: an informer whose LIST or WATCH failed retries after a backoff that grows to
+// [30 s, 60 s) (client-go's reflector), so it may go on missing changes for up to a minute after
+// the member answers again, plus the time of its LIST.
+const memberCacheRecovery = 90 * time.Second
+
+// cacheMayLag tells whether host left a request unanswered within memberCacheRecovery of now.
+func (l *Liveness) cacheMayLag(host string, now time.Time) bool {
+	if l == nil {
+		return false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	h := l.hosts[host]
+	return h != nil && !h.lastUnanswered.IsZero() && now.Sub(h.lastUnanswered) < memberCacheRecovery
 }
 
 // answered records an answer outside a counted request (a watch that started).

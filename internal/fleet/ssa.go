@@ -61,6 +61,10 @@ type applyRequest struct {
 	// beforeCreate refuse an object that exists. Without it beforeCreate must be harmless for an
 	// object that exists, and a create costs no member read.
 	confirmAbsent bool
+	// confirmMiss reads the member whenever the cache does not hold the object: the member's
+	// cache may lag (memberCacheRecovery), and an object of someone else it does not show would be
+	// written over without the guard's check.
+	confirmMiss bool
 	// guard, when set, is asked before an existing object is written: an error (an object this
 	// pipeline does not own) stops the apply.
 	guard func(kind string, existing client.Object) error
@@ -108,44 +112,24 @@ func (a *applier) cacheKey(member, kind string, key client.ObjectKey) string {
 	return member + "\x00" + kind + "\x00" + key.String()
 }
 
-// apply reads the object through cached (confirming with live when needed, see applier) and
-// applies desired with writer unless that is a no-op. It reports whether it wrote; r.live holds
-// the object as read (empty when it was not found).
+// apply reads the object through cached (confirming with live when needed, see applier and look)
+// and applies desired with writer unless that is a no-op. It reports whether it wrote; r.live
+// holds the object as read (empty when it was not found).
 func (a *applier) apply(ctx context.Context, cached, live client.Reader, writer client.Client, member, manager string, r *applyRequest) (bool, error) {
 	hash := sha256.Sum256(r.desiredJSON)
-	found, err := a.read(ctx, cached, member, r)
+	found, fresh, err := a.look(ctx, cached, live, member, manager, r, hash)
 	if err != nil {
 		return false, err
-	}
-	if !found && r.beforeCreate != nil {
-		if r.confirmAbsent {
-			if found, err = a.read(ctx, live, member, r); err != nil {
-				return false, err
-			}
-		}
-		if !found {
-			if err := r.beforeCreate(ctx); err != nil {
-				return false, err
-			}
-		}
 	}
 	if found && a.unchanged(member, manager, r, hash) {
 		noopApplies.WithLabelValues(member, r.kind).Inc()
 		return false, nil
 	}
-	if a.appliedBefore(member, r, hash) {
-		// The cache may not have seen our last write yet: ask the member before writing again.
-		found, err = a.read(ctx, live, member, r)
-		if err != nil {
-			return false, err
-		}
-		if found && a.unchanged(member, manager, r, hash) {
-			noopApplies.WithLabelValues(member, r.kind).Inc()
-			return false, nil
-		}
+	if found, err = a.guarded(ctx, live, member, r, found, fresh); err != nil {
+		return false, err
 	}
-	if found && r.guard != nil {
-		if err := r.guard(r.kind, r.live); err != nil {
+	if !found && r.beforeCreate != nil {
+		if err := r.beforeCreate(ctx); err != nil {
 			return false, err
 		}
 	}
@@ -204,6 +188,43 @@ func (a *applier) releaseOthers(ctx context.Context, writer client.Client, manag
 		}
 	}
 	return nil
+}
+
+// look reads r.key into r.live from the cache, and again from the member itself (fresh) where the
+// cache may mislead: a miss when the request asks (confirmMiss, or confirmAbsent before
+// beforeCreate), and an object we applied with these bytes that the cache does not show as we
+// left it (our write may not have reached the cache yet).
+func (a *applier) look(ctx context.Context, cached, live client.Reader, member, manager string, r *applyRequest, hash [sha256.Size]byte) (found, fresh bool, err error) {
+	if found, err = a.read(ctx, cached, member, r); err != nil {
+		return false, false, err
+	}
+	confirm := !found && (r.confirmMiss || (r.beforeCreate != nil && r.confirmAbsent))
+	if a.appliedBefore(member, r, hash) && (!found || !a.unchanged(member, manager, r, hash)) {
+		confirm = true
+	}
+	if !confirm {
+		return found, false, nil
+	}
+	found, err = a.read(ctx, live, member, r)
+	return found, true, err
+}
+
+// guarded asks r.guard about an existing object and returns whether it still exists. A refusal
+// read from the cache is confirmed with the member first: a cache that lags (for up to a minute
+// after the member was down, see memberCacheRecovery) may still hold an object since deleted or
+// handed over, and refusing on it holds the pipeline back for nothing.
+func (a *applier) guarded(ctx context.Context, live client.Reader, member string, r *applyRequest, found, fresh bool) (bool, error) {
+	if !found || r.guard == nil {
+		return found, nil
+	}
+	err := r.guard(r.kind, r.live)
+	if err == nil || fresh {
+		return found, err
+	}
+	if found, err = a.read(ctx, live, member, r); err != nil || !found {
+		return found, err
+	}
+	return true, r.guard(r.kind, r.live)
 }
 
 // read gets r.key into a fresh r.live; it reports whether the object exists.
