@@ -256,9 +256,8 @@ func (j *applyJob) apply(ctx context.Context, res *memberResult, req *applyReque
 	return err
 }
 
-// secretsReady checks the Secrets the coordinator mounts, read live (never cached: the member
-// cache holds only our objects). A missing one is waited for (#504); one without its key is
-// terminal (#250).
+// secretsReady checks the Secrets the coordinator mounts, read live (the member cache holds no
+// Secrets). A missing one is waited for (#504); one without its key is terminal (#250).
 func (j *applyJob) secretsReady(ctx context.Context, res *memberResult, w *coordinator.Workload, reads memberReads) bool {
 	read := map[string]*corev1.Secret{}
 	for i, ref := range w.RequiredSecrets {

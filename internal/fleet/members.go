@@ -23,8 +23,9 @@ import (
 type memberConn struct {
 	name string
 	cl   cluster.Cluster
-	// cached reads typed objects from the member's cache (which holds only our objects, see
-	// MemberClusterOptions) and writes directly; live reads the member's API server.
+	// cached reads typed objects from the member's cache (the metadata of every object of the
+	// kinds we write, see MemberClusterOptions) and writes directly; live reads the member's API
+	// server.
 	cached client.Client
 	live   client.Reader
 }
