@@ -88,7 +88,7 @@ func (r *CoordinatorReconciler) leasesOfDeleted(ctx context.Context, p *urutauv1
 	if err != nil {
 		return nil, err
 	}
-	own, err := r.leases.getLive(ctx, LeaseName(sourceIdentity(p), p.UID))
+	own, err := r.leases.getLive(ctx, LeaseName(sourceIdentity(parseInline(p)), p.UID))
 	if err != nil || own == nil || !recordsPipeline(own, p.UID) {
 		return cached, err
 	}

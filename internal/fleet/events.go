@@ -31,6 +31,7 @@ const (
 	EventClusterDeregistered = "ClusterDeregistered"
 	EventOrphansFound        = "OrphansFound"
 	EventOrphansDeleted      = "OrphansDeleted"
+	EventStrayObjects        = "StrayObjectsFound"
 	EventTombstoneReplayed   = "TombstoneReplayed"
 )
 

@@ -112,7 +112,7 @@ var _ = Describe("CoordinatorReconciler", func() {
 	It("moves from a to b, stopping a before starting b", func(ctx SpecContext) {
 		p := create(ctx, newPipeline(ns, "move", onClusters("a")))
 		Eventually(func(g Gomega) { expectPlaced(g, ctx, members["a"], p) }).Should(Succeed())
-		pod := fakeCoordinatorPod(ns, p.Name)
+		pod := fakeCoordinatorPod(ctx, members["a"], ns, p.Name)
 		Expect(members["a"].Client.Create(ctx, pod)).To(Succeed())
 
 		// Watch every member throughout the move: never two hold a reader (pod or StatefulSet).

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync/atomic"
 
+	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -203,12 +204,23 @@ func markReady(ctx context.Context, m *testenv.Cluster, ns, pipeline string) {
 	}).Should(Succeed())
 }
 
-// fakeCoordinatorPod plays the StatefulSet controller: a coordinator pod with the selector labels.
-func fakeCoordinatorPod(ns, pipeline string) *corev1.Pod {
-	return &corev1.Pod{
+// fakeCoordinatorPod plays the StatefulSet controller of member m: the coordinator pod of
+// pipeline, with the selector labels, controlled by its coordinator StatefulSet when there is one
+// (without one, it is a pod made by hand). It is bound to a node, so that a delete leaves it
+// terminating (no kubelet confirms it here) until the test kills it, as a real pod takes its
+// grace period.
+func fakeCoordinatorPod(ctx context.Context, m *testenv.Cluster, ns, pipeline string) *corev1.Pod {
+	GinkgoHelper()
+	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: coordinator.CoordinatorName(pipeline) + "-0", Labels: coordinator.SelectorLabels(pipeline)},
-		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "coordinator", Image: image}}},
+		Spec:       corev1.PodSpec{NodeName: "node-1", Containers: []corev1.Container{{Name: "coordinator", Image: image}}},
 	}
+	sts, err := coordinatorSTS(ctx, m, ns, pipeline)
+	Expect(err).NotTo(HaveOccurred())
+	if sts != nil {
+		pod.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(sts, appsv1.SchemeGroupVersion.WithKind("StatefulSet"))}
+	}
+	return pod
 }
 
 // leaseEntry is the ReaderLease entry of pipeline uid in member, in any lease; nil when there is

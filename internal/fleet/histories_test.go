@@ -107,7 +107,7 @@ func oneReader(at readerAt) bool {
 // playPod plays the StatefulSet controller in member m: the coordinator pod of pipeline name.
 func playPod(ctx context.Context, m *testenv.Cluster, ns, name string) *corev1.Pod {
 	GinkgoHelper()
-	pod := fakeCoordinatorPod(ns, name)
+	pod := fakeCoordinatorPod(ctx, m, ns, name)
 	Expect(m.Client.Create(ctx, pod)).To(Succeed())
 	return pod
 }
@@ -116,7 +116,7 @@ func playPod(ctx context.Context, m *testenv.Cluster, ns, name string) *corev1.P
 // once deleted, until releasePod.
 func slowPod(ctx context.Context, m *testenv.Cluster, ns, name string) *corev1.Pod {
 	GinkgoHelper()
-	pod := fakeCoordinatorPod(ns, name)
+	pod := fakeCoordinatorPod(ctx, m, ns, name)
 	pod.Finalizers = []string{"example.com/slow-shutdown"}
 	Expect(m.Client.Create(ctx, pod)).To(Succeed())
 	return pod

@@ -58,7 +58,7 @@ func (r *LeaseReconciler) Reconcile(ctx context.Context, req mcreconcile.Request
 	if err != nil {
 		return reconcile.Result{}, fmt.Errorf("listing the cluster inventory: %w", err)
 	}
-	next, draining, busy := followRenames(l, nil, r.knownIdentities(members)), false, false
+	next, draining, busy := followRenames(l, nil, r.knownIdentities(members), nil), false, false
 	for _, uid := range sets.List(gone) {
 		if key, ok := pipelineKey(next, uid); ok && r.pipelineBusy != nil && r.pipelineBusy(key) {
 			// The pipeline's last reconcile still applies on a member (work it stopped waiting

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"syscall"
 	"time"
 
@@ -59,6 +60,8 @@ type cleanJob struct {
 	conn *memberConn
 	// entry names the pipeline (UID, name) and the member namespace.
 	entry urutauv1alpha1.LeaseMember
+	// liveness tells whether a write the member left unanswered may still land (fenceLateWrites).
+	liveness *Liveness
 }
 
 func (j *cleanJob) run(ctx context.Context) departedResult {
@@ -77,10 +80,29 @@ func (j *cleanJob) run(ctx context.Context) departedResult {
 	switch out.state {
 	case DepartedHolding:
 		out.message = fmt.Sprintf("removing: waiting for %d coordinator StatefulSet(s)/reader pod(s) to go", res.readers)
+		if len(res.stray) > 0 {
+			out.message += fmt.Sprintf(" (deleted reader pod(s) no StatefulSet controls, made by hand or orphaned: %s)", strings.Join(res.stray, ", "))
+		}
 	case DepartedDraining:
 		out.message = fmt.Sprintf("removing: %d object(s) left", res.others)
 	}
-	return out
+	return fenceLateWrites(out, j.conn.name, j.liveness, j.conn.host(), time.Now())
+}
+
+// fenceLateWrites keeps a member that looks empty counted as holding while a write the hub sent
+// it without an answer may still be committed (Liveness.writeMayLand): a coordinator StatefulSet
+// created by it would start a reader after this pass found none.
+func fenceLateWrites(d departedResult, member string, l *Liveness, host string, now time.Time) departedResult {
+	if d.state != DepartedEmpty && d.state != DepartedDraining {
+		return d
+	}
+	until, ok := l.writeMayLand(host, now)
+	if !ok {
+		return d
+	}
+	d.state = DepartedHolding
+	d.message = fmt.Sprintf("removing: cluster %q left a write unanswered, which it may still commit until %s; it counts as holding a reader until then", member, until.UTC().Format(time.RFC3339))
+	return d
 }
 
 // scaledObjectListGVK is listed unstructured: the member may not have KEDA's CRD, and the
@@ -111,6 +133,8 @@ type cleanupResult struct {
 	readers, others int
 	// deleted counts delete requests that removed something.
 	deleted int
+	// stray names the reader pods no StatefulSet controlled, deleted by this pass.
+	stray []string
 }
 
 func (c cleanupResult) state() DepartedState {
@@ -129,7 +153,9 @@ func (c cleanupResult) state() DepartedState {
 // re-labelled for a re-created pipeline of the same name in the meantime is left alone. The
 // StatefulSet is deleted with background propagation (its pods go through the garbage collector;
 // foreground would leave it in place until they are gone, and forever where no collector runs).
-// Reads go to the API server, never a cache, so an unreachable member shows as an error.
+// Reader pods that no StatefulSet controls (made by hand, or left by a StatefulSet deleted with
+// --cascade=orphan) are deleted too: no collector ever will. Reads go to the API server, never a
+// cache, so an unreachable member shows as an error.
 func cleanupMember(ctx context.Context, reader client.Reader, writer client.Client, e urutauv1alpha1.LeaseMember) (cleanupResult, error) {
 	var res cleanupResult
 	sel := client.MatchingLabels{urutauv1alpha1.LabelHubPipelineUID: string(e.PipelineUID)}
@@ -149,8 +175,29 @@ func cleanupMember(ctx context.Context, reader client.Reader, writer client.Clie
 	if err != nil {
 		return res, err
 	}
-	res.readers += pods
+	res.readers += len(pods.counted)
+	for i := range pods.stray {
+		if err := deleteStrayPod(ctx, writer, &pods.stray[i]); err != nil {
+			return res, err
+		}
+		res.deleted++
+		res.stray = append(res.stray, pods.stray[i].Name)
+	}
 	return res, nil
+}
+
+// deleteStrayPod deletes a reader pod no StatefulSet controls, with a UID precondition: a pod of
+// that name made since is not ours to judge.
+func deleteStrayPod(ctx context.Context, writer client.Client, pod *corev1.Pod) error {
+	if pod.DeletionTimestamp != nil {
+		return nil
+	}
+	uid := pod.UID
+	err := writer.Delete(ctx, pod, client.Preconditions{UID: &uid})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return fmt.Errorf("deleting reader pod %s/%s, which no StatefulSet controls: %w", pod.Namespace, pod.Name, err)
+	}
+	return nil
 }
 
 // deleteListed deletes the listed objects not being deleted yet and counts those left.
@@ -174,8 +221,10 @@ func deleteListed(ctx context.Context, writer client.Client, list client.ObjectL
 			case err == nil:
 				res.deleted++
 				// Without finalizers the object is gone now; one with finalizers shows up next
-				// pass with a deletionTimestamp.
-				left = len(o.GetFinalizers()) > 0
+				// pass with a deletionTimestamp. A StatefulSet deleted now still counts in this
+				// pass: its controller may create a pod from a cache that has not seen the
+				// deletion yet, after this pass counted the pods. The next pass counts them again.
+				left = isSTS || len(o.GetFinalizers()) > 0
 			case apierrors.IsNotFound(err):
 				left = false
 			case apierrors.IsConflict(err):
@@ -195,44 +244,92 @@ func deleteListed(ctx context.Context, writer client.Client, list client.ObjectL
 	return nil
 }
 
-// readerPods counts the pods of the entry's pipeline that may read its source, in any phase,
-// terminating ones included: what reads a source is a pod, and a StatefulSet is deleted long
-// before its pod stops. Coordinator pods carry no pipeline UID, only the selector labels of the
-// pipeline's name, so a pod owned by a StatefulSet of another pipeline of that name (a re-created
-// one) is not counted; any other pod with those labels is (the unsafe case counts).
-func readerPods(ctx context.Context, reader client.Reader, e urutauv1alpha1.LeaseMember) (int, error) {
+// podsOfPipeline are the pods of a pipeline that may read its source, in any phase, terminating
+// ones included: what reads a source is a pod, and a StatefulSet is deleted long before its pod
+// stops. counted are every one that counts as a reader; stray those of them that no
+// StatefulSet controls (the hub deletes those: no garbage collector ever will).
+type podsOfPipeline struct {
+	counted, stray []corev1.Pod
+}
+
+// readerPods finds the entry's pipeline's reader pods. Coordinator pods carry no pipeline UID,
+// only the selector labels of the pipeline's name, so a pod owned by a StatefulSet of another
+// pipeline of that name (a re-created one) is not counted; any other pod with those labels is (the
+// unsafe case counts).
+func readerPods(ctx context.Context, reader client.Reader, e urutauv1alpha1.LeaseMember) (podsOfPipeline, error) {
+	var out podsOfPipeline
 	var all []corev1.Pod
 	for _, sel := range readerSelectors(e.PipelineName) {
 		pods := &corev1.PodList{}
 		if err := reader.List(ctx, pods, client.InNamespace(e.Namespace), client.MatchingLabels(sel)); err != nil {
-			return 0, fmt.Errorf("listing the pods of pipeline %s in namespace %q: %w", e.PipelineName, e.Namespace, err)
+			return out, fmt.Errorf("listing the pods of pipeline %s in namespace %q: %w", e.PipelineName, e.Namespace, err)
 		}
 		all = append(all, pods.Items...)
 	}
 	successor, err := nameTakenByAnother(ctx, reader, e)
 	if err != nil {
-		return 0, err
+		return out, err
 	}
-	n := 0
 	for i := range all {
-		pod := &all[i]
+		pod := all[i]
 		if pod.Labels[urutauv1alpha1.LabelApp] == coordinator.AppWorker {
 			// A worker belongs to a coordinator pod (its owner); one left behind still counts,
 			// unless a pipeline of the same name runs there now: the workers are its own.
 			if !successor {
-				n++
+				out.counted = append(out.counted, pod)
 			}
 			continue
 		}
-		owned, err := ownedByAnother(ctx, reader, pod, e.PipelineUID)
+		owner, err := controllerOf(ctx, reader, &pod)
 		if err != nil {
-			return 0, err
+			return out, err
 		}
-		if !owned {
-			n++
+		switch {
+		case owner.other(e.PipelineUID):
+		case !owner.exists && !owner.foreign:
+			out.counted = append(out.counted, pod)
+			out.stray = append(out.stray, pod)
+		default:
+			out.counted = append(out.counted, pod)
 		}
 	}
-	return n, nil
+	return out, nil
+}
+
+// podOwner is what controls a coordinator pod: exists when a StatefulSet of that UID does, and
+// pipeline is the UID label that StatefulSet carries; foreign when a controller of another kind
+// does (its pod is counted, never deleted: that controller would only make it again).
+type podOwner struct {
+	exists, foreign bool
+	pipeline        string
+}
+
+// other tells whether the owner is a StatefulSet of another pipeline (a re-created one).
+func (o podOwner) other(uid types.UID) bool {
+	return o.exists && o.pipeline != "" && o.pipeline != string(uid)
+}
+
+// controllerOf reads the StatefulSet that controls pod, if any.
+func controllerOf(ctx context.Context, reader client.Reader, pod *corev1.Pod) (podOwner, error) {
+	ref := metav1.GetControllerOf(pod)
+	switch {
+	case ref == nil:
+		return podOwner{}, nil
+	case ref.Kind != "StatefulSet" || ref.APIVersion != appsv1.SchemeGroupVersion.String():
+		return podOwner{foreign: true}, nil
+	}
+	sts := &appsv1.StatefulSet{}
+	err := reader.Get(ctx, client.ObjectKey{Namespace: pod.Namespace, Name: ref.Name}, sts)
+	switch {
+	case apierrors.IsNotFound(err):
+		return podOwner{}, nil
+	case err != nil:
+		return podOwner{}, fmt.Errorf("reading the owner of pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	if sts.UID != ref.UID {
+		return podOwner{}, nil
+	}
+	return podOwner{exists: true, pipeline: sts.Labels[urutauv1alpha1.LabelHubPipelineUID]}, nil
 }
 
 // readerSelectors select the pods of pipeline cr that may read its source: its coordinator, and
@@ -257,25 +354,6 @@ func nameTakenByAnother(ctx context.Context, reader client.Reader, e urutauv1alp
 	}
 	other := sts.Labels[urutauv1alpha1.LabelHubPipelineUID]
 	return other != "" && other != string(e.PipelineUID), nil
-}
-
-// ownedByAnother tells whether pod is controlled by a StatefulSet that carries another
-// pipeline's UID label.
-func ownedByAnother(ctx context.Context, reader client.Reader, pod *corev1.Pod, uid types.UID) (bool, error) {
-	ref := metav1.GetControllerOf(pod)
-	if ref == nil || ref.Kind != "StatefulSet" {
-		return false, nil
-	}
-	sts := &appsv1.StatefulSet{}
-	err := reader.Get(ctx, client.ObjectKey{Namespace: pod.Namespace, Name: ref.Name}, sts)
-	switch {
-	case apierrors.IsNotFound(err):
-		return false, nil
-	case err != nil:
-		return false, fmt.Errorf("reading the owner of pod %s/%s: %w", pod.Namespace, pod.Name, err)
-	}
-	other := sts.Labels[urutauv1alpha1.LabelHubPipelineUID]
-	return sts.UID == ref.UID && other != "" && other != string(uid), nil
 }
 
 // isUnreachable tells an error that says "the member did not answer" from one the member

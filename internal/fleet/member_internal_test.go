@@ -121,6 +121,10 @@ func TestHoldsApplied(t *testing.T) {
 		{"someone wrote in the same second", obj("h1", ours, metav1.ManagedFieldsEntry{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationUpdate, Time: &t2}), false},
 		{"a controller wrote the status after us", obj("h1", ours,
 			metav1.ManagedFieldsEntry{Manager: "kube-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status", Time: &t2}), true},
+		{"a person scaled it after us (kubectl scale)", obj("h1", metav1.ManagedFieldsEntry{Manager: me, Operation: metav1.ManagedFieldsOperationApply, Time: &t1},
+			metav1.ManagedFieldsEntry{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "scale", Time: &t2}), false},
+		{"a scale before our apply", obj("h1", ours,
+			metav1.ManagedFieldsEntry{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "scale", Time: &t1}), true},
 	} {
 		if got := holdsApplied(tc.obj, me, "h1"); got != tc.want {
 			t.Errorf("%s: holdsApplied = %v, want %v", tc.name, got, tc.want)

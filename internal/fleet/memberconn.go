@@ -2,10 +2,12 @@ package fleet
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"sync"
+	"syscall"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -13,6 +15,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -93,6 +96,9 @@ type hostLiveness struct {
 	since time.Time
 	// lastUnanswered is when a request last returned without an answer.
 	lastUnanswered time.Time
+	// landing is until when a write sent without an answer may still be committed by the member
+	// (memberWriteLanding after it was sent).
+	landing time.Time
 }
 
 // Track is a REST option that has Liveness follow the requests of the member cfg is for.
@@ -156,6 +162,46 @@ func (l *Liveness) returned(host string, answered bool, now time.Time) {
 	}
 }
 
+// memberWriteLanding bounds how long after it was sent a write the hub got no answer to may still
+// be committed by the member: the API server runs a request it received until its own
+// --request-timeout (60 s by default) even when the client stopped waiting, plus a margin. Until
+// then a cleanup that finds the member empty may be overtaken by a coordinator StatefulSet that
+// lands after it (writeMayLand): the hub does not count the member empty before that.
+const memberWriteLanding = 70 * time.Second
+
+// unsent tells a failed request that surely never reached the API server: its connection was
+// refused.
+func unsent(err error) bool {
+	return errors.Is(err, syscall.ECONNREFUSED) || utilnet.IsConnectionRefused(err)
+}
+
+// wrote records a write to host, sent at sent, that returned without an answer (err).
+func (l *Liveness) wrote(host string, sent time.Time, err error) {
+	if err == nil || unsent(err) {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if h := l.hosts[host]; h != nil && sent.Add(memberWriteLanding).After(h.landing) {
+		h.landing = sent.Add(memberWriteLanding)
+	}
+}
+
+// writeMayLand tells until when a write to host that got no answer may still be committed, and
+// whether that is after now.
+func (l *Liveness) writeMayLand(host string, now time.Time) (time.Time, bool) {
+	if l == nil {
+		return time.Time{}, false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	h := l.hosts[host]
+	if h == nil || !now.Before(h.landing) {
+		return time.Time{}, false
+	}
+	return h.landing, true
+}
+
 // memberCacheRecovery is how long a member's cache may lag after the member last left a request
 // unanswered: an informer whose LIST or WATCH failed retries after a backoff that grows to
 // [30 s, 60 s) (client-go's reflector), so it may go on missing changes for up to a minute after
@@ -196,9 +242,13 @@ func (t *livenessRoundTripper) RoundTrip(req *http.Request) (*http.Response, err
 		}
 		return resp, err
 	}
-	t.l.sent(t.host, time.Now())
+	sent := time.Now()
+	t.l.sent(t.host, sent)
 	resp, err := t.rt.RoundTrip(req)
 	t.l.returned(t.host, err == nil, time.Now())
+	if req.Method != http.MethodGet && req.Method != http.MethodHead {
+		t.l.wrote(t.host, sent, err)
+	}
 	return resp, err
 }
 

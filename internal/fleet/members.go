@@ -30,6 +30,14 @@ type memberConn struct {
 	live   client.Reader
 }
 
+// host is the member's API server address, "" without a connection.
+func (c *memberConn) host() string {
+	if c.cl == nil {
+		return ""
+	}
+	return c.cl.GetConfig().Host
+}
+
 // memberSet is the hub's state of each member cluster, shared by the controllers: its connection
 // and clients, its identity, whether it answers (health), and the breaker and backoff that keep a
 // member that does not answer, or fails, from holding anyone else. Everything about a member
@@ -38,6 +46,8 @@ type memberSet struct {
 	mgr mcmanager.Manager
 	// refusals, when set, tells why a member's credentials were refused.
 	refusals interface{ Refused(cluster string) error }
+	// liveness follows whether members answer (Reconciler.Liveness).
+	liveness *Liveness
 
 	mu      sync.Mutex
 	members map[string]*memberEntry
@@ -310,7 +320,7 @@ func (s *memberSet) clean(ctx context.Context, opts fanOutOptions, entries []uru
 		if err := s.sameCluster(ctx, c, e.ClusterID); err != nil {
 			return departedResult{state: DepartedUnreachable, message: err.Error()}
 		}
-		d := (&cleanJob{conn: c, entry: e}).run(ctx)
+		d := (&cleanJob{conn: c, entry: e, liveness: s.liveness}).run(ctx)
 		if d.timedOut {
 			timedOut(m)
 		}

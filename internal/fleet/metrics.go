@@ -64,6 +64,10 @@ var (
 		Name: "urutau_fleet_orphans",
 		Help: "Pipelines (by UID) whose objects a member holds while no ReaderLease records them there.",
 	}, []string{"cluster"})
+	strayPodsDeleted = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "urutau_fleet_stray_reader_pods_deleted_total",
+		Help: "Coordinator pods no StatefulSet controlled (made by hand, or orphaned), deleted by the hub: each was a reader it did not start.",
+	}, []string{"cluster"})
 	tombstonesPending = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "urutau_fleet_tombstones_pending",
 		Help: "ReaderLease entries of deleted pipelines waiting for their member to be emptied.",
@@ -86,13 +90,13 @@ type deleterByLabels interface {
 // memberMetrics are the vectors with a cluster label, dropped for a member that leaves.
 var memberMetrics = []deleterByLabels{
 	memberDuration, memberErrors, applies, noopApplies, memberUp, memberEngaged, memberHeld,
-	memberPipelines, memberPanics, orphans, memberCredentialsExpiry,
+	memberPipelines, memberPanics, orphans, memberCredentialsExpiry, strayPodsDeleted,
 }
 
 func init() {
 	metrics.Registry.MustRegister(memberDuration, memberErrors, applies, noopApplies, tombstonesWritten,
 		memberUp, memberEngaged, memberHeld, memberPipelines, memberPanics, orphans, tombstonesPending,
-		leaseWaits, pipelinesByReady, memberCredentialsExpiry)
+		leaseWaits, pipelinesByReady, memberCredentialsExpiry, strayPodsDeleted)
 }
 
 // recordCredentialsExpiry exports when m's credentials expire, as its entry says; an entry that

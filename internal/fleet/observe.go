@@ -54,6 +54,11 @@ type world struct {
 	elsewhere []string
 	// self is the pipeline's UID.
 	self types.UID
+	// inline is the pipeline's definition, parsed once per reconcile (nil when it has none).
+	inline *spec.Inline
+	// held are targets that do not run because another target reads the same database, with why
+	// (shared_source.go).
+	held map[string]string
 }
 
 // observe reads the world for p. Reading a member's identity contacts it (once per connection);
@@ -78,7 +83,8 @@ func (r *CoordinatorReconciler) observe(ctx context.Context, p *urutauv1alpha1.C
 		return w, nil
 	}
 	w.specHash = base.SpecHash
-	w.source = sourceIdentity(p)
+	w.inline = parseInline(p)
+	w.source = sourceIdentity(w.inline)
 	w.leaseName = LeaseName(w.source, p.UID)
 	if err := r.observeLease(ctx, p, w); err != nil {
 		return nil, err
@@ -90,14 +96,23 @@ func (r *CoordinatorReconciler) observe(ctx context.Context, p *urutauv1alpha1.C
 	return w, nil
 }
 
-// sourceIdentity is the pipeline's reader identity as the lease records it, nil when its source
-// has none (or its definition does not parse: Render reported that first).
-func sourceIdentity(p *urutauv1alpha1.CDCPipeline) *urutauv1alpha1.SourceIdentity {
+// parseInline is the pipeline's definition, nil when it has none or it does not parse (Render
+// reported that first).
+func parseInline(p *urutauv1alpha1.CDCPipeline) *spec.Inline {
 	if p.Spec.Definition.Inline == nil {
 		return nil
 	}
 	in, errs := spec.Parse(p.Spec.Definition.Inline.Raw)
 	if len(errs) > 0 {
+		return nil
+	}
+	return in
+}
+
+// sourceIdentity is the pipeline's reader identity as the lease records it, nil when its source
+// has none.
+func sourceIdentity(in *spec.Inline) *urutauv1alpha1.SourceIdentity {
+	if in == nil {
 		return nil
 	}
 	id, ok := in.Identity()

@@ -20,17 +20,32 @@ import (
 	"github.com/urutau-io/fleet/internal/fleet/inventory"
 )
 
-// orphanScanner finds orphans: objects in a member that the hub wrote (the managed-by label) for
-// a pipeline UID that no ReaderLease records in that member and no live pipeline has. A member
-// restored from a backup holds them, and so would any path that lost track of a member. They are
-// reported (an event on the member's inventory entry, the urutau_fleet_orphans gauge, a log
-// line), never deleted unless the platform admin allows it (--delete-orphans, or the inventory
-// entry's urutau.io/delete-orphans: "true"). A scan reads the member's cache only, which holds
-// exactly the hub's objects: it costs the member nothing. An object counts as an orphan only when
-// two scans in a row find it so, which leaves time for a new pipeline's lease to reach the cache.
+// orphanScanner finds, in each member, what the hub's records do not account for there:
+//   - orphans: objects the hub wrote (the managed-by label) for a pipeline UID that no ReaderLease
+//     records in that member and no live pipeline has. A member restored from a backup holds
+//     them, and so would any path that lost track of a member. They are reported (an event on the
+//     member's inventory entry, the urutau_fleet_orphans gauge, a log line), never deleted unless
+//     the platform admin allows it (--delete-orphans, or the inventory entry's
+//     urutau.io/delete-orphans: "true").
+//   - strays of a live pipeline: its objects in a member no entry of it names (a restore, a
+//     re-applied export). A coordinator there is a second reader: they are recorded in the
+//     pipeline's ReaderLease as an Active entry, and its reconcile removes them like a member it
+//     left (strays.go).
+//   - stray reader pods: pods with a pipeline's coordinator labels that no StatefulSet controls
+//     (made by hand, or left by a StatefulSet deleted with --cascade=orphan), in the namespaces of
+//     live pipelines: deleted (strays.go).
+//
+// The object scan reads the member's cache only (every object of the kinds the hub writes): it
+// costs the member nothing; the pod scan lists the coordinator pods of each such namespace once.
+// An object counts as unaccounted for only when two scans in a row find it so, which leaves time
+// for a new pipeline's lease to reach the cache.
 type orphanScanner struct {
-	hub      client.Client
-	leases   *leaseStore
+	hub    client.Client
+	leases *leaseStore
+	// identity is a member's identity as last read ("" when unknown).
+	identity func(member string) string
+	// stray records a live pipeline's objects found in a member no entry of it names.
+	stray    func(ctx context.Context, member string, p *urutauv1alpha1.CDCPipeline, g *orphanGroup)
 	recorder events.EventRecorder
 	// entryKind is the kind of the inventory entries, which events about a member regard.
 	entryKind schema.GroupVersionKind
@@ -62,16 +77,26 @@ func (o *orphanScanner) scan(ctx context.Context, m inventory.Member, c *memberC
 		ctrl.LoggerFrom(ctx).Info("orphan scan failed", "cluster", m.Name, "error", err.Error())
 		return
 	}
-	known, err := o.recorded(ctx, m.Name)
+	rec, err := o.recorded(ctx, m.Name, o.identity(m.Name))
 	if err != nil {
 		ctrl.LoggerFrom(ctx).Info("orphan scan failed", "cluster", m.Name, "error", err.Error())
 		return
 	}
-	confirmed := o.confirm(m.Name, found, known)
-	orphans.WithLabelValues(m.Name).Set(float64(len(confirmed)))
-	for _, g := range confirmed {
+	var lost []*orphanGroup
+	for _, g := range o.confirm(m.Name, found, rec.known) {
+		if p := rec.live[g.uid]; p != nil {
+			// A live pipeline's objects where no entry of it says so (a restore, a re-applied
+			// export): recorded, and removed like a member it left.
+			o.stray(ctx, m.Name, p, g)
+			continue
+		}
+		lost = append(lost, g)
+	}
+	orphans.WithLabelValues(m.Name).Set(float64(len(lost)))
+	for _, g := range lost {
 		o.report(ctx, m, c, g)
 	}
+	o.strayPods(ctx, m.Name, c, rec)
 }
 
 func (o *orphanScanner) dueAt(member string, now time.Time) bool {
@@ -116,28 +141,43 @@ func (o *orphanScanner) ours(ctx context.Context, c *memberConn) (map[types.UID]
 	return out, nil
 }
 
-// recorded are the pipeline UIDs the hub accounts for in member: every lease entry there, and
-// every live pipeline.
-func (o *orphanScanner) recorded(ctx context.Context, member string) (sets.Set[types.UID], error) {
-	known := sets.New[types.UID]()
+// records is what the hub accounts for in one member.
+type records struct {
+	// known are the pipeline UIDs an entry records in the member (by name or identity).
+	known sets.Set[types.UID]
+	// live are the pipelines on the hub, by UID.
+	live map[types.UID]*urutauv1alpha1.CDCPipeline
+	// placed are the (namespace, pipeline name) pairs an Active entry records in the member, with
+	// the pipeline's UID: their coordinator pods are checked for strays.
+	placed map[types.NamespacedName]types.UID
+}
+
+// recorded reads what the hub accounts for in member, whose identity is id ("" when unknown).
+func (o *orphanScanner) recorded(ctx context.Context, member, id string) (records, error) {
+	rec := records{known: sets.New[types.UID](), live: map[types.UID]*urutauv1alpha1.CDCPipeline{}, placed: map[types.NamespacedName]types.UID{}}
 	leases := &urutauv1alpha1.ReaderLeaseList{}
 	if err := o.hub.List(ctx, leases, client.InNamespace(o.leases.namespace)); err != nil {
-		return nil, err
+		return rec, err
 	}
 	for _, l := range leases.Items {
-		known.Insert(l.Spec.Holder.UID)
 		for _, e := range l.Spec.Members {
-			known.Insert(e.PipelineUID)
+			if e.Cluster != member && (id == "" || e.ClusterID != id) {
+				continue
+			}
+			rec.known.Insert(e.PipelineUID)
+			if e.State == urutauv1alpha1.LeaseMemberActive {
+				rec.placed[types.NamespacedName{Namespace: e.Namespace, Name: e.PipelineName}] = e.PipelineUID
+			}
 		}
 	}
 	pipelines := &urutauv1alpha1.CDCPipelineList{}
 	if err := o.hub.List(ctx, pipelines); err != nil {
-		return nil, err
+		return rec, err
 	}
-	for _, p := range pipelines.Items {
-		known.Insert(p.UID)
+	for i := range pipelines.Items {
+		rec.live[pipelines.Items[i].UID] = &pipelines.Items[i]
 	}
-	return known, nil
+	return rec, nil
 }
 
 // confirm keeps the groups this scan and the one before both found unaccounted for.

@@ -32,7 +32,8 @@ type placement struct {
 // (planLease), and records that decision in the lease before anything starts.
 func (r *CoordinatorReconciler) place(ctx context.Context, p *urutauv1alpha1.CDCPipeline, w *world) (*placement, error) {
 	targets := w.targets()
-	current := followRenames(w.lease, targets, w.ids)
+	current := followRenames(w.lease, targets, w.ids, w.accepted)
+	w.held = r.holdSharedReaders(ctx, p, w, current, targets)
 	pl := &placement{departed: r.cleanDeparted(ctx, p, w, departedEntries(current, p.UID, targets))}
 	confirmed := ConfirmedGone(p).Union(w.accepted)
 	observed := map[entryKey]DepartedState{}
@@ -136,7 +137,7 @@ func (r *CoordinatorReconciler) cleanOn(ctx context.Context, member string, e ur
 	if err != nil {
 		return departedResult{state: DepartedUnreachable, message: err.Error()}
 	}
-	d := (&cleanJob{conn: c, entry: e}).run(ctx)
+	d := (&cleanJob{conn: c, entry: e, liveness: r.Liveness}).run(ctx)
 	if d.timedOut {
 		d.message = r.markTimedOut(member)
 	}
@@ -147,15 +148,17 @@ func (r *CoordinatorReconciler) cleanOn(ctx context.Context, member string, e ur
 // now (a renamed inventory entry: the same cluster), or l itself when none moved. An entry goes to
 // the target of that identity when the pipeline has one (one cluster, one set of objects, whatever
 // its names), else to the one registered name with that identity; two entries that become one
-// keep the state that counts more (Active over Drained over Gone).
-func followRenames(l *urutauv1alpha1.ReaderLease, targets, ids map[string]string) *urutauv1alpha1.ReaderLease {
+// keep the state that counts more (Active over Drained over Gone). accepted are names whose new
+// identity a person accepted: their entries of the old identity follow it to where it is
+// registered now, to be emptied there.
+func followRenames(l *urutauv1alpha1.ReaderLease, targets, ids map[string]string, accepted sets.Set[string]) *urutauv1alpha1.ReaderLease {
 	if l == nil {
 		return nil
 	}
 	next := l.DeepCopy()
 	moved := false
 	for i, e := range next.Spec.Members {
-		if name := renamedTo(e, targets, ids); name != "" && name != e.Cluster {
+		if name := renamedTo(e, targets, ids, accepted.Has(e.Cluster)); name != "" && name != e.Cluster {
 			next.Spec.Members[i].Cluster, moved = name, true
 		}
 	}
@@ -171,14 +174,16 @@ func followRenames(l *urutauv1alpha1.ReaderLease, targets, ids map[string]string
 // name left the inventory is never moved to another registration of that cluster the pipeline is
 // not placed on, where it would be emptied (removing an inventory entry never deletes anything).
 // A gone pipeline's entries (targets nil) follow their cluster to its one registered name, to be
-// emptied there.
-func renamedTo(e urutauv1alpha1.LeaseMember, targets, ids map[string]string) string {
+// emptied there, and so do the entries of a name whose new identity a person accepted (replaced):
+// accepting a new cluster under that name means leaving the old one, and the old one answers
+// under its other name.
+func renamedTo(e urutauv1alpha1.LeaseMember, targets, ids map[string]string, replaced bool) string {
 	for _, t := range sortedKeys(targets) {
 		if targets[t] == e.ClusterID {
 			return t
 		}
 	}
-	if targets != nil || ids[e.Cluster] == e.ClusterID {
+	if (targets != nil && !replaced) || ids[e.Cluster] == e.ClusterID {
 		return e.Cluster
 	}
 	var names []string

@@ -40,7 +40,7 @@ func observation(p *urutauv1alpha1.CDCPipeline, w *world, pl *placement, results
 	d := pl.decision
 	obs := Observation{
 		Generation: p.Generation, Now: statusNow(), Selected: w.selected, Unknown: w.unknown,
-		Waiting: d.Wait, SpecHash: w.specHash, LeaseName: w.leaseName, Refused: w.refused,
+		Waiting: d.Wait, SpecHash: w.specHash, LeaseName: w.leaseName, Refused: w.refused, Held: w.held,
 		Deregistered: pl.deregistered, Terminated: firstTerminal(p, d.Run, results),
 		Lease: LeaseView{Known: true, Name: w.leaseName, Source: w.source, Holder: d.Holder, HolderLive: d.HolderLive, Blocking: d.Blocking, Namespace: p.Namespace},
 	}
@@ -65,6 +65,11 @@ func observation(p *urutauv1alpha1.CDCPipeline, w *world, pl *placement, results
 	}
 	for _, m := range sortedKeys(w.refused) {
 		show(MemberObservation{Name: m, ClusterID: w.ids[m], Phase: urutauv1alpha1.ClusterPending, Message: w.refused[m]})
+	}
+	for _, m := range sortedKeys(w.held) {
+		if !slicesContains(departedNames(d.Departed), m) {
+			show(MemberObservation{Name: m, ClusterID: w.ids[m], Phase: urutauv1alpha1.ClusterPending, Message: w.held[m]})
+		}
 	}
 	for _, m := range sortedKeys(w.unidentified) {
 		phase := urutauv1alpha1.ClusterPending
@@ -135,8 +140,13 @@ func (r *CoordinatorReconciler) nextLook(w *world, obs Observation, pl *placemen
 	}
 	// Lease changes and members answering again bring the pipeline back on their own; this is
 	// the safety net.
-	if len(obs.Waiting) > 0 || len(obs.BlockedBy) > 0 || len(pl.deregistered) > 0 || len(obs.Refused) > 0 || len(w.unidentified) > 0 {
+	if len(obs.Waiting) > 0 || len(obs.BlockedBy) > 0 || len(pl.deregistered) > 0 || len(obs.Refused) > 0 || len(w.unidentified) > 0 || len(w.held) > 0 {
 		soonest(r.RetryInterval)
+	}
+	if w.source != nil && len(w.selected) > 1 {
+		// Members' source Secrets make no event the hub watches: a Secret repointed at the
+		// database another member reads is found within this interval.
+		soonest(r.SourceRecheckInterval)
 	}
 	for _, res := range results {
 		switch {
@@ -167,6 +177,14 @@ func (r *CoordinatorReconciler) patchStatus(ctx context.Context, orig, p *urutau
 		return fmt.Errorf("patching status: %w", err)
 	}
 	return nil
+}
+
+func departedNames(es []urutauv1alpha1.LeaseMember) []string {
+	out := make([]string, 0, len(es))
+	for _, e := range es {
+		out = append(out, e.Cluster)
+	}
+	return out
 }
 
 func slicesContains(s []string, v string) bool {

@@ -62,6 +62,7 @@ func (r *CoordinatorReconciler) setDefaults(mgr mcmanager.Manager) {
 	r.WaitInterval = orDefault(r.WaitInterval, DefaultWaitInterval)
 	r.HealthInterval = orDefault(r.HealthInterval, r.MemberTimeout)
 	r.OrphanScanInterval = orDefault(r.OrphanScanInterval, DefaultOrphanScanInterval)
+	r.SourceRecheckInterval = orDefault(r.SourceRecheckInterval, DefaultSourceRecheckInterval)
 	if r.LeaseNamespace == "" {
 		r.LeaseNamespace = DefaultLeaseNamespace
 	}
@@ -70,6 +71,7 @@ func (r *CoordinatorReconciler) setDefaults(mgr mcmanager.Manager) {
 	}
 	r.members.mgr = mgr
 	r.members.refusals = r.Refusals
+	r.members.liveness = r.Liveness
 	r.applier.base = r.FieldManager
 	r.leases = leaseStore{client: r.Client, live: r.APIReader, namespace: r.LeaseNamespace, owner: r.FieldManager}
 	holder, _ := os.Hostname()
@@ -120,7 +122,7 @@ func (r *CoordinatorReconciler) indexFields(ctx context.Context, idx client.Fiel
 		if !ok {
 			return nil
 		}
-		return []string{LeaseName(sourceIdentity(p), p.UID)}
+		return []string{LeaseName(sourceIdentity(parseInline(p)), p.UID)}
 	})
 	if err != nil {
 		return fmt.Errorf("indexing CDCPipelines: %w", err)
@@ -187,7 +189,8 @@ func (r *CoordinatorReconciler) healthMonitor(mgr mcmanager.Manager, lr *LeaseRe
 		kind.Version = "v1"
 	}
 	scanner := &orphanScanner{hub: r.Client, leases: &r.leases, recorder: r.Recorder, entryKind: kind,
-		interval: r.OrphanScanInterval, deleteAll: r.DeleteOrphans}
+		interval: r.OrphanScanInterval, deleteAll: r.DeleteOrphans,
+		identity: r.members.knownIdentity, stray: r.recordStray}
 	return &healthMonitor{
 		members: &r.members, inventory: r.Inventory, interval: r.HealthInterval, timeout: r.MemberTimeout,
 		changed: func(member string) {

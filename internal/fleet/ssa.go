@@ -53,9 +53,10 @@ type applyRequest struct {
 	// apply was in flight: the pipeline must be reconciled again.
 	crossed bool
 	// beforeCreate, when set, is asked before the object is created (it was not in the cache, nor
-	// in the member when confirmAbsent): an error stops the apply. The coordinator StatefulSet
-	// uses it to confirm the pipeline and the reader lease, since creating it starts a reader
-	// where none ran.
+	// in the member when confirmAbsent), and before a write to an object only the cache showed,
+	// which an apply would create if the cache lags: an error stops the apply. The coordinator
+	// StatefulSet uses it to confirm the pipeline and the reader lease, since creating it starts a
+	// reader where none ran.
 	beforeCreate func(context.Context) error
 	// confirmAbsent reads the member before beforeCreate, so that a lagging cache does not have
 	// beforeCreate refuse an object that exists. Without it beforeCreate must be harmless for an
@@ -128,7 +129,9 @@ func (a *applier) apply(ctx context.Context, cached, live client.Reader, writer 
 	if found, err = a.guarded(ctx, live, member, r, found, fresh); err != nil {
 		return false, err
 	}
-	if !found && r.beforeCreate != nil {
+	// An object only the cache shows may be gone from the member (a cache that lags): the apply
+	// would create it, so it is asked like a create.
+	if r.beforeCreate != nil && (!found || !fresh) {
 		if err := r.beforeCreate(ctx); err != nil {
 			return false, err
 		}
@@ -256,8 +259,10 @@ func (a *applier) unchanged(member, manager string, r *applyRequest, hash [sha25
 
 // holdsApplied tells, from an object's metadata alone (what the member cache keeps), that it
 // holds what manager would apply: the content hash annotation is the one wanted, manager applied
-// it, and nobody changed the object after that (another manager's write to it, not to a
-// subresource, at or after manager's last apply: a change to a field it owns, maybe).
+// it, and nobody changed the object after that (another manager's write to it, at or after
+// manager's last apply: a change to a field it owns, maybe). Writes to the status subresource
+// change nothing we apply; a write through the scale subresource (kubectl scale) changes
+// spec.replicas, which we own: a hand scale of the coordinator is a second reader, or none.
 func holdsApplied(live client.Object, manager, hash string) bool {
 	if live.GetAnnotations()[urutauv1alpha1.AnnotationAppliedHash] != hash {
 		return false
@@ -273,7 +278,7 @@ func holdsApplied(live client.Object, manager, hash string) bool {
 		return false
 	}
 	for _, mf := range fields {
-		if mf.Subresource != "" || (mf.Manager == manager && mf.Operation == metav1.ManagedFieldsOperationApply) {
+		if mf.Subresource == "status" || (mf.Manager == manager && mf.Operation == metav1.ManagedFieldsOperationApply && mf.Subresource == "") {
 			continue
 		}
 		if mf.Time == nil || !mf.Time.Before(ours.Time) {

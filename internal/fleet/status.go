@@ -23,6 +23,9 @@ const (
 	// ConditionClusterIdentityChanged is present (and True) only while a member the pipeline is
 	// placed on answers as another cluster than the one its objects went to.
 	ConditionClusterIdentityChanged = "ClusterIdentityChanged"
+	// ConditionSharedSource is present (and True) only while selected members wait because
+	// another member of the placement reads the same database (one reader per source).
+	ConditionSharedSource = "SharedSource"
 	// ConditionClustersDeregistered is present (and True) only while members that may hold the
 	// pipeline's objects are missing from the cluster inventory.
 	ConditionClustersDeregistered = "ClustersDeregistered"
@@ -46,6 +49,7 @@ const (
 	ReasonSourceChanged             = "SourceChanged"
 	ReasonIdentityChanged           = "IdentityChanged"
 	ReasonDeregistered              = "Deregistered"
+	ReasonSourceShared              = "SourceShared"
 )
 
 // MemberObservation is what one reconcile saw (or did) in one member.
@@ -105,6 +109,9 @@ type Observation struct {
 	Deregistered []string
 	// SourceChanged stalls the pipeline with this message.
 	SourceChanged string
+	// Held are selected members the pipeline does not run on because another member reads the
+	// same database, with why (shared_source.go).
+	Held map[string]string
 }
 
 // ComputeStatus is the new status from the previous one and what was observed. It is pure and
@@ -138,6 +145,7 @@ func ComputeStatus(prev urutauv1alpha1.CDCPipelineStatus, o Observation) urutauv
 	c.readerLease(o)
 	c.presentWhen(ConditionMoveBlocked, len(o.BlockedBy) > 0 && o.Terminated == nil, ReasonWaitingForDepartedCluster, moveBlockedMessage(o))
 	c.presentWhen(ConditionClusterIdentityChanged, len(o.Refused) > 0 && o.Terminated == nil, ReasonIdentityChanged, refusedMessage(o.Refused))
+	c.presentWhen(ConditionSharedSource, len(o.Held) > 0 && o.Terminated == nil, ReasonSourceShared, heldMessage(o.Held))
 	c.presentWhen(ConditionClustersDeregistered, len(o.Deregistered) > 0, ReasonDeregistered, fmt.Sprintf(
 		"may hold this pipeline's objects but left the cluster inventory: %s; the hub leaves them as they are until they are registered again (under any name) or confirmed gone with %s",
 		strings.Join(o.Deregistered, ", "), urutauv1alpha1.AnnotationConfirmGone))
@@ -201,6 +209,8 @@ func verdict(o Observation, s memberSummary) verdictOf {
 		return stall(ReasonSourceInUse, leaseMessage(o.Lease))
 	case len(o.BlockedBy) > 0:
 		return stall(ReasonWaitingForDepartedCluster, "placement move waits on "+strings.Join(o.BlockedBy, ", "))
+	case len(o.Held) > 0:
+		return stall(ReasonSourceShared, heldMessage(o.Held))
 	case len(o.Refused) > 0 && len(o.Refused) == len(o.Selected):
 		return stall(ReasonIdentityChanged, refusedMessage(o.Refused))
 	case o.Lease.Holder != nil:
@@ -335,6 +345,14 @@ func moveBlockedMessage(o Observation) string {
 		"not starting on %s until the coordinator is gone from %s, which does not answer; once it is gone for good, annotate the CDCPipeline %s=%s",
 		strings.Join(o.Waiting, ", "), strings.Join(o.BlockedBy, ", "),
 		urutauv1alpha1.AnnotationConfirmGone, strings.Join(o.BlockedBy, ","))
+}
+
+func heldMessage(held map[string]string) string {
+	var parts []string
+	for _, m := range sortedKeys(held) {
+		parts = append(parts, fmt.Sprintf("cluster %s: %s", m, held[m]))
+	}
+	return strings.Join(parts, "; ")
 }
 
 func refusedMessage(refused map[string]string) string {

@@ -118,8 +118,10 @@ var _ = BeforeSuite(func() {
 		ReservedNamespaces: []string{systemNS},
 		HealthInterval:     healthInterval,
 		OrphanScanInterval: time.Second,
-		RetryInterval:      retryInterval,
-		WaitInterval:       waitInterval,
+		// Secrets make no event: a repointed source Secret is found by this recheck.
+		SourceRecheckInterval: time.Second,
+		RetryInterval:         retryInterval,
+		WaitInterval:          waitInterval,
 	}
 	Expect(r.SetupWithManager(mgr)).To(Succeed())
 	go func() {

@@ -111,3 +111,37 @@ func TestBeforeCreateReadsTheMemberOnlyWhenAsked(t *testing.T) {
 		}
 	}
 }
+
+// A coordinator StatefulSet that only a lagging member cache still shows (it was deleted in the
+// member) is written like a create: the apply would create it, so the check before a creation
+// (the pipeline and the reader lease, read with quorum) is asked first. Before, a stale cache
+// and a stale lease together created a coordinator with no check at all.
+func TestBeforeCreateAskedForAnObjectOnlyTheCacheShows(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := appsv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	stale := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: "cdc", Name: "p-coordinator", ResourceVersion: "7"}}
+	cached := fake.NewClientBuilder().WithScheme(scheme).WithObjects(stale).Build()
+	stop := errors.New("stop before the write")
+	for _, tc := range []struct {
+		name string
+		live client.Reader
+		ask  int
+	}{
+		{"gone from the member", fake.NewClientBuilder().WithScheme(scheme).Build(), 1},
+		{"still in the member", fake.NewClientBuilder().WithScheme(scheme).WithObjects(stale.DeepCopy()).Build(), 1},
+	} {
+		req, err := statefulSetRequest(appsv1ac.StatefulSet("p-coordinator", "cdc").WithLabels(map[string]string{"x": "y"}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		asked := 0
+		req.beforeCreate = func(context.Context) error { asked++; return stop }
+		a := &applier{}
+		wrote, err := a.apply(t.Context(), cached, tc.live, nil, "member-a", "urutau-operator@member-a", req)
+		if !errors.Is(err, stop) || wrote || asked != tc.ask {
+			t.Errorf("%s: apply = %v, %v; beforeCreate asked %d times, want %d and no write", tc.name, wrote, err, asked, tc.ask)
+		}
+	}
+}

@@ -1,0 +1,103 @@
+package fleet
+
+import (
+	"context"
+	"net/http"
+	"syscall"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+)
+
+// failingTransport fails every request with err, after "sending" it.
+type failingTransport struct{ err error }
+
+func (t failingTransport) RoundTrip(*http.Request) (*http.Response, error) { return nil, t.err }
+
+// A write that got no answer may still be committed by the member: until memberWriteLanding after
+// it was sent, a cleanup that finds the member empty does not count it empty. A refused
+// connection sent nothing; a read changes nothing.
+func TestLateWritesAreFenced(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		method string
+		err    error
+		fenced bool
+	}{
+		{"a write that timed out", http.MethodPost, context.DeadlineExceeded, true},
+		{"an apply whose connection was reset", http.MethodPatch, syscall.ECONNRESET, true},
+		{"a write refused at connect", http.MethodPatch, &netOpError{syscall.ECONNREFUSED}, false},
+		{"a read that timed out", http.MethodGet, context.DeadlineExceeded, false},
+		{"a write that was answered", http.MethodPatch, nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := &Liveness{}
+			rt := &livenessRoundTripper{rt: failingTransport{tc.err}, l: l, host: "https://m"}
+			if tc.err == nil {
+				rt.rt = answering{}
+			}
+			req, _ := http.NewRequest(tc.method, "https://m/apis/apps/v1/namespaces/x/statefulsets/p-coordinator", nil)
+			sent := time.Now()
+			_, _ = rt.RoundTrip(req)
+			until, fenced := l.writeMayLand("https://m", time.Now())
+			if fenced != tc.fenced {
+				t.Fatalf("writeMayLand = %v, want %v", fenced, tc.fenced)
+			}
+			empty := departedResult{state: DepartedEmpty}
+			got := fenceLateWrites(empty, "m", l, "https://m", time.Now())
+			if (got.state == DepartedHolding) != tc.fenced {
+				t.Fatalf("a member found empty counts as %v, fenced %v", got.state, tc.fenced)
+			}
+			if !tc.fenced {
+				return
+			}
+			if until.Before(sent.Add(memberWriteLanding)) {
+				t.Errorf("fenced until %s, want at least %s after the write was sent", until, memberWriteLanding)
+			}
+			if after := fenceLateWrites(empty, "m", l, "https://m", until); after.state != DepartedEmpty {
+				t.Errorf("still fenced at %s", until)
+			}
+			if holding := fenceLateWrites(departedResult{state: DepartedUnreachable}, "m", l, "https://m", time.Now()); holding.state != DepartedUnreachable {
+				t.Errorf("an unreachable member changed state: %v", holding.state)
+			}
+		})
+	}
+}
+
+type answering struct{}
+
+func (answering) RoundTrip(*http.Request) (*http.Response, error) {
+	return &http.Response{StatusCode: http.StatusOK, Body: http.NoBody}, nil
+}
+
+// netOpError wraps a syscall error as the dialer does.
+type netOpError struct{ err error }
+
+func (e *netOpError) Error() string { return "dial tcp: " + e.err.Error() }
+func (e *netOpError) Unwrap() error { return e.err }
+
+// A StatefulSet deleted by a cleanup pass still counts as a reader in that pass: its controller
+// may create a pod from a cache that has not seen the deletion, after the pass counted the pods.
+func TestStatefulSetDeletedThisPassStillCounts(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := appsv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: "cdc", Name: "p-coordinator", UID: "sts-1"}}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(sts).Build()
+	list := &appsv1.StatefulSetList{}
+	if err := c.List(t.Context(), list); err != nil {
+		t.Fatal(err)
+	}
+	var res cleanupResult
+	if err := deleteListed(t.Context(), c, list, "cdc", &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.deleted != 1 || res.readers != 1 || res.state() != DepartedHolding {
+		t.Fatalf("after deleting the StatefulSet: deleted %d, readers %d, state %v; want 1, 1, holding", res.deleted, res.readers, res.state())
+	}
+}

@@ -1,0 +1,125 @@
+package fleet
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
+	"github.com/urutau-io/fleet/internal/coordinator"
+)
+
+// Strays are readers the hub did not start where it started them: a live pipeline's objects in a
+// member its lease does not name, and coordinator pods no StatefulSet controls. The orphan scan
+// finds them (orphans.go); this file acts on them.
+
+// recordStray adds to p's ReaderLease an Active entry for member, where the scan found objects of
+// p that no entry names, and has p reconciled: the entry holds p's other starts (a reader may run
+// there) until p's reconcile has emptied the member, as for a member it left. A pipeline being
+// deleted empties it too before its finalizer goes.
+func (r *CoordinatorReconciler) recordStray(ctx context.Context, member string, p *urutauv1alpha1.CDCPipeline, g *orphanGroup) {
+	log := ctrl.LoggerFrom(ctx).WithValues("cluster", member, "pipeline", klogRef(p))
+	id := r.members.knownIdentity(member)
+	if id == "" {
+		return // the next scan, once the identity is known
+	}
+	name := LeaseName(sourceIdentity(parseInline(p)), p.UID)
+	current, err := r.leases.getLive(ctx, name)
+	if err != nil {
+		log.Info("recording stray objects failed", "error", err.Error())
+		return
+	}
+	next := strayLease(current, name, sourceIdentity(parseInline(p)), p, urutauv1alpha1.LeaseMember{
+		Cluster: member, ClusterID: id, PipelineUID: p.UID, PipelineNamespace: p.Namespace, PipelineName: p.Name,
+		Namespace: g.namespace, State: urutauv1alpha1.LeaseMemberActive, Since: metav1.Now().Rfc3339Copy(),
+		Reason: "found by the orphan scan where the pipeline was not placed (restored objects?)",
+	})
+	if next == nil {
+		return
+	}
+	if _, err := r.writeLease(current, next, func(cur, next *urutauv1alpha1.ReaderLease) (*urutauv1alpha1.ReaderLease, error) {
+		return r.leases.write(ctx, cur, next)
+	}); err != nil {
+		log.Info("recording stray objects failed", "error", err.Error())
+		return
+	}
+	log.Info("stray objects of a live pipeline recorded: they are removed like a member it left", "objects", g.objects, "namespace", g.namespace)
+	r.event(p, corev1.EventTypeWarning, EventStrayObjects, "Scan",
+		"cluster %q holds %d object(s) of this pipeline in namespace %q, where it is not placed (restored from a backup?): a coordinator there would be a second reader; the hub removes them", member, g.objects, g.namespace)
+	r.requeue(client.ObjectKeyFromObject(p))
+}
+
+// strayLease is current with entry added, or a new lease held by p with it; nil when an entry
+// with entry's key is there already.
+func strayLease(current *urutauv1alpha1.ReaderLease, name string, source *urutauv1alpha1.SourceIdentity, p *urutauv1alpha1.CDCPipeline, entry urutauv1alpha1.LeaseMember) *urutauv1alpha1.ReaderLease {
+	next := current.DeepCopy()
+	if next == nil {
+		next = &urutauv1alpha1.ReaderLease{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec:       urutauv1alpha1.ReaderLeaseSpec{Source: source.DeepCopy(), Holder: urutauv1alpha1.PipelineRef{Namespace: p.Namespace, Name: p.Name, UID: p.UID}},
+		}
+	}
+	for _, e := range next.Spec.Members {
+		if keyOf(e) == keyOf(entry) {
+			return nil
+		}
+	}
+	next.Spec.Members = append(next.Spec.Members, entry)
+	sortEntries(next.Spec.Members)
+	return next
+}
+
+// strayPods deletes, in member, the coordinator pods of live pipelines that no StatefulSet
+// controls: a second reader beside the one the hub runs, or one where it runs none. One list per
+// namespace that holds live pipelines; a namespace the hub may not read there is not open to the
+// fleet, and holds nothing of it.
+func (o *orphanScanner) strayPods(ctx context.Context, member string, c *memberConn, rec records) {
+	names := map[string]sets.Set[string]{}
+	for _, p := range rec.live {
+		if names[p.Namespace] == nil {
+			names[p.Namespace] = sets.New[string]()
+		}
+		names[p.Namespace].Insert(p.Name)
+	}
+	for _, ns := range sortedKeys(names) {
+		pods := &corev1.PodList{}
+		err := c.live.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels{urutauv1alpha1.LabelApp: coordinator.AppCoordinator})
+		if err != nil {
+			if !apierrors.IsForbidden(err) && !apierrors.IsNotFound(err) {
+				ctrl.LoggerFrom(ctx).Info("stray pod scan failed", "cluster", member, "namespace", ns, "error", err.Error())
+			}
+			continue
+		}
+		for i := range pods.Items {
+			pod := &pods.Items[i]
+			if name := pod.Labels[urutauv1alpha1.LabelPipeline]; names[ns].Has(name) {
+				o.judgePod(ctx, member, c, pod, rec.placed[types.NamespacedName{Namespace: ns, Name: name}])
+			}
+		}
+	}
+}
+
+// judgePod deletes pod when no StatefulSet controls it; placed is the UID of the pipeline an
+// Active entry runs there under the pod's name ("" when none).
+func (o *orphanScanner) judgePod(ctx context.Context, member string, c *memberConn, pod *corev1.Pod, placed types.UID) {
+	owner, err := controllerOf(ctx, c.live, pod)
+	if err != nil || owner.exists || owner.foreign {
+		return
+	}
+	if err := deleteStrayPod(ctx, c.cached, pod); err != nil {
+		ctrl.LoggerFrom(ctx).Info("deleting a stray reader pod failed", "cluster", member, "pod", client.ObjectKeyFromObject(pod).String(), "error", err.Error())
+		return
+	}
+	strayPodsDeleted.WithLabelValues(member).Inc()
+	ctrl.LoggerFrom(ctx).Info("deleted a coordinator pod no StatefulSet controls (made by hand, or orphaned): a second reader",
+		"cluster", member, "pod", client.ObjectKeyFromObject(pod).String(), "placedHere", placed != "")
+}
+
+// klogRef names p in logs.
+func klogRef(p *urutauv1alpha1.CDCPipeline) string { return p.Namespace + "/" + p.Name }
