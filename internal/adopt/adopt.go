@@ -4,8 +4,8 @@
 // (and the UID label it stamps would make the pipeline's deletion delete it).
 //
 // The hub applies to an existing object only when it is already this pipeline's (its UID label),
-// when it is the single-cluster operator's object for the same CR (a migration,
-// docs/upgrading.md), or when someone who owns it handed it over with the annotation
+// when it is the single-cluster operator's object for the same CR that this CR let go of (a
+// migration, docs/upgrading.md: no owner left), or when someone who owns it handed it over with the annotation
 // urutau.io/adopt=<hub namespace>/<hub name>. Anything else is a Conflict naming the object and its
 // current managers, and nothing is written.
 //
@@ -16,7 +16,7 @@
 // Before the first apply of each object into member M for pipeline P: take the object from M's
 // cache (which holds only objects labelled managed-by urutau-fleet), and on a cache miss read it
 // live (a NotFound is Absent); Decide(kind, live, Pipeline{UID, Namespace, Name} of P). Ours,
-// Migrate and Adopt apply as usual (Migrate's Warning is worth an event). A *Conflict: apply
+// Migrate and Adopt apply as usual. A *Conflict: apply
 // nothing more to M for P in this reconcile, report M with Conflict.Message, and retry on the
 // usual interval (someone may delete or annotate the object).
 package adopt
@@ -49,18 +49,16 @@ const (
 	Absent Verdict = "Absent"
 	// Ours: the object carries this pipeline's UID label.
 	Ours Verdict = "Ours"
-	// Migrate: the single-cluster operator's object for the same CR (its selector labels, and no
-	// owner other than that CR).
+	// Migrate: the single-cluster operator's object for the same CR (its selector labels), let go
+	// by that CR (no owner left).
 	Migrate Verdict = "Migrate"
 	// Adopt: the object's owner handed it over with urutau.io/adopt.
 	Adopt Verdict = "Adopt"
 )
 
-// Decision is the verdict, and a warning worth an event when the apply may go on but something
-// still needs a person.
+// Decision is the verdict.
 type Decision struct {
 	Verdict Verdict
-	Warning string
 }
 
 // Conflict is the error for an object the hub must not touch.
@@ -104,24 +102,20 @@ func Decide(kind string, existing client.Object, p Pipeline) (Decision, error) {
 }
 
 // migration checks the owners of an object that carries the single-cluster operator's selector
-// labels for the same CR: none (the CR was deleted with --cascade=orphan, as docs/upgrading.md
-// says), or only that CR (a warning: deleting the CR there would still delete the object).
+// labels for the same CR: it is taken over only once it has none, which is what deleting that CR
+// with --cascade=orphan leaves (docs/upgrading.md, step 4). An object still owned by the CR is
+// that live CR's: its operator may write it again and its deletion would delete it, so it is a
+// conflict until the CR lets go of it or its owner hands it over with urutau.io/adopt.
 func migration(kind string, existing client.Object, p Pipeline) (Decision, error) {
-	var ownedByCR bool
 	for _, o := range existing.GetOwnerReferences() {
 		gv, _ := schema.ParseGroupVersion(o.APIVersion)
 		if gv.Group == urutauv1alpha1.GroupVersion.Group && o.Kind == "CDCPipeline" && o.Name == p.Name {
-			ownedByCR = true
-			continue
+			return Decision{}, conflict(kind, existing, p, fmt.Sprintf(
+				"it is still owned by the CDCPipeline %q of the member, which the single-cluster operator may still manage: delete that CR with --cascade=orphan first (docs/upgrading.md, step 4)", p.Name))
 		}
 		return Decision{}, conflict(kind, existing, p, fmt.Sprintf("it carries the single-cluster operator's labels for %q but is owned by %s %s", p.Name, o.Kind, o.Name))
 	}
-	d := Decision{Verdict: Migrate}
-	if ownedByCR {
-		d.Warning = fmt.Sprintf("%s %s/%s is still owned by the CDCPipeline %q of the member: deleting that one deletes this object; delete it with --cascade=orphan (docs/upgrading.md)",
-			kind, existing.GetNamespace(), existing.GetName(), p.Name)
-	}
-	return d, nil
+	return Decision{Verdict: Migrate}, nil
 }
 
 func conflict(kind string, existing client.Object, p Pipeline, why string) *Conflict {

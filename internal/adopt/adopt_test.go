@@ -28,7 +28,6 @@ func TestDecide(t *testing.T) {
 		name     string
 		existing client.Object
 		want     Verdict
-		warning  string
 		conflict []string // substrings of the conflict message
 	}{
 		{name: "absent", existing: nil, want: Absent},
@@ -37,8 +36,10 @@ func TestDecide(t *testing.T) {
 			existing: obj(map[string]string{urutauv1alpha1.LabelHubPipelineUID: "uid-0", urutauv1alpha1.LabelHubNamespace: "shop", urutauv1alpha1.LabelHubName: "orders"}, nil, nil, "urutau-operator@eu-1"),
 			conflict: []string{"another pipeline of the fleet (urutau.io/hub-pipeline-uid shop/orders, UID uid-0)", "field managers: urutau-operator@eu-1"}},
 		{name: "single-cluster operator's, orphaned", existing: obj(single, nil, nil, "urutau-operator", "kube-controller-manager"), want: Migrate},
-		{name: "single-cluster operator's, still owned by its CR", existing: obj(single, nil, []metav1.OwnerReference{crOwner}, "urutau-operator"),
-			want: Migrate, warning: "still owned by the CDCPipeline \"orders\" of the member"},
+		{name: "single-cluster operator's, still owned by its live CR", existing: obj(single, nil, []metav1.OwnerReference{crOwner}, "urutau-operator"),
+			conflict: []string{"still owned by the CDCPipeline \"orders\" of the member", "--cascade=orphan"}},
+		{name: "single-cluster operator's, still owned by its CR, handed over", existing: obj(single, map[string]string{urutauv1alpha1.AnnotationAdopt: "shop/orders"}, []metav1.OwnerReference{crOwner}, "urutau-operator"),
+			want: Adopt},
 		{name: "single-cluster labels of another CR", existing: obj(map[string]string{urutauv1alpha1.LabelApp: "urutau-coordinator", urutauv1alpha1.LabelPipeline: "payments"}, nil, nil, "urutau-operator"),
 			conflict: []string{"not created by the fleet"}},
 		{name: "single-cluster labels but another owner", existing: obj(single, nil, []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}}, "kubectl"),
@@ -74,9 +75,6 @@ func TestDecide(t *testing.T) {
 			}
 			if d.Verdict != tt.want {
 				t.Errorf("verdict = %s, want %s", d.Verdict, tt.want)
-			}
-			if !strings.Contains(d.Warning, tt.warning) || (tt.warning == "") != (d.Warning == "") {
-				t.Errorf("warning = %q, want %q", d.Warning, tt.warning)
 			}
 		})
 	}
