@@ -77,7 +77,7 @@ type options struct {
 	maxConcurrentReconciles int
 	healthInterval          time.Duration
 	orphanScanInterval      time.Duration
-	sourceRecheckInterval   time.Duration
+	secretRecheckInterval   time.Duration
 	deleteOrphans           bool
 	networkPolicy           bool
 
@@ -150,8 +150,8 @@ func newFlagSet(o *options, watchNamespaces *string, serverAllowlist *[]string) 
 		"Namespace of the hub holding the ReaderLeases: one per source identity, recording where each pipeline runs, and the tombstones of deleted ones (default: --cluster-provider-namespace).")
 	fs.DurationVar(&o.orphanScanInterval, "orphan-scan-interval", 5*time.Minute,
 		"How often each member's cache is scanned for orphans: objects the hub wrote for a pipeline no ReaderLease records there.")
-	fs.DurationVar(&o.sourceRecheckInterval, "source-recheck-interval", time.Minute,
-		"How often a pipeline placed on several members reads again which database each member's source Secret names: two members that read one database run one coordinator between them (docs/architecture.md).")
+	fs.DurationVar(&o.secretRecheckInterval, "secret-recheck-interval", time.Minute,
+		"How often the hub reads again, in each member, the Secrets a placed pipeline references (Secrets make no event it watches): a Secret closed to the fleet stops the coordinator that mounts it, and of two members whose source Secrets name one database, the one that started later stops (docs/architecture.md).")
 	fs.BoolVar(&o.networkPolicy, "coordinator-network-policy", false,
 		"Render a NetworkPolicy for each coordinator: its control-plane port open to the pipeline's own workers only, its metrics port to anyone. Off by default, as in the single-cluster operator; it needs a network plugin that enforces NetworkPolicies.")
 	fs.BoolVar(&o.deleteOrphans, "delete-orphans", false,
@@ -229,8 +229,8 @@ func (o options) validate() error {
 	if o.orphanScanInterval <= 0 {
 		errs = append(errs, fmt.Errorf("--orphan-scan-interval must be positive, not %s", o.orphanScanInterval))
 	}
-	if o.sourceRecheckInterval <= 0 {
-		errs = append(errs, fmt.Errorf("--source-recheck-interval must be positive, not %s", o.sourceRecheckInterval))
+	if o.secretRecheckInterval <= 0 {
+		errs = append(errs, fmt.Errorf("--secret-recheck-interval must be positive, not %s", o.secretRecheckInterval))
 	}
 	if o.memberTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--member-timeout must be positive, not %s", o.memberTimeout))

@@ -37,7 +37,7 @@ func defaults() options {
 		leaseNamespace:          "urutau-system",
 		maxConcurrentReconciles: 4,
 		orphanScanInterval:      5 * time.Minute,
-		sourceRecheckInterval:   time.Minute,
+		secretRecheckInterval:   time.Minute,
 	}
 }
 
@@ -69,7 +69,7 @@ func TestParseFlags(t *testing.T) {
 				"--metrics-secure=false", "--metrics-cert-dir=/mcerts",
 				"--member-allow-proxy", "--member-allow-insecure-tls", "--member-server-allowlist=*.members.example, 10.0.0.0/8",
 				"--member-health-interval=4s", "--orphan-scan-interval=1m", "--delete-orphans",
-				"--source-recheck-interval=20s",
+				"--secret-recheck-interval=20s",
 			},
 			want: func(o *options) {
 				*o = options{
@@ -87,7 +87,7 @@ func TestParseFlags(t *testing.T) {
 					memberTimeout: 3 * time.Second, tombstoneGrace: 30 * time.Second, leaseNamespace: "graves",
 					maxConcurrentReconciles: 9, zap: zap.Options{Development: true}, kubeconfig: "/hub/config",
 					healthInterval: 4 * time.Second, orphanScanInterval: time.Minute, deleteOrphans: true,
-					sourceRecheckInterval: 20 * time.Second,
+					secretRecheckInterval: 20 * time.Second,
 				}
 			},
 		},

@@ -206,7 +206,7 @@ func setup(ctx context.Context, o options, cfg *rest.Config) (mcmanager.Manager,
 		LeaseNamespace:          o.leaseNamespace,
 		HealthInterval:          o.healthInterval,
 		OrphanScanInterval:      o.orphanScanInterval,
-		SourceRecheckInterval:   o.sourceRecheckInterval,
+		SecretRecheckInterval:   o.secretRecheckInterval,
 		DeleteOrphans:           o.deleteOrphans,
 		MaxConcurrentReconciles: o.maxConcurrentReconciles,
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -79,9 +78,7 @@ func (r *CoordinatorReconciler) applyOn(ctx context.Context, p *urutauv1alpha1.C
 		crossed:  func() { r.lookAgain.Store(client.ObjectKeyFromObject(p), true) },
 		boundary: w.boundary, leaseWritten: pl.wrote,
 		cacheMayLag: r.Liveness.cacheMayLag(r.members.host(m), time.Now()),
-		guard: guardAdoption(p, func(warning string) {
-			r.event(p, corev1.EventTypeWarning, EventAdoptionWarning, "Apply", "cluster %q: %s", m, warning)
-		}),
+		guard:       guardAdoption(p),
 	}
 	job.mayCreateCoordinator = func(ctx context.Context) error {
 		if err := r.stillCurrent(ctx, p); err != nil || pl.wrote {

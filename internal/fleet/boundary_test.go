@@ -86,6 +86,55 @@ var _ = Describe("The tenancy boundary and foreign objects, at reconcile", func(
 		Eventually(func(g Gomega) { expectPlaced(g, ctx, members["a"], p) }).Should(Succeed())
 	})
 
+	It("holds a pipeline whose optional Secret is missing, and stops the coordinator when a Secret it mounts closes", func(ctx SpecContext) {
+		p := newPipeline(ns, "optional-secret", onClusters("a"), func(p *urutauv1alpha1.CDCPipeline) { p.Spec.Secrets.KafkaTLS = "kafka-tls" })
+		Expect(hubClient.Create(ctx, p)).To(Succeed())
+		key := client.ObjectKeyFromObject(p)
+		By("missing: nothing would keep a Secret created later by someone else from being mounted")
+		Eventually(func(g Gomega) {
+			a := clusterStatus(getPipeline(g, ctx, key), "a")
+			g.Expect(a).NotTo(BeNil())
+			g.Expect(a.Phase).To(Equal(urutauv1alpha1.ClusterPending))
+			g.Expect(a.Message).To(ContainSubstring("spec.secrets.kafkaTLS names Secret " + ns + "/kafka-tls, which does not exist"))
+		}).Should(Succeed())
+		Consistently(func(g Gomega) {
+			g.Expect(ownedObjects(g, ctx, members["a"], ns, p.UID)).NotTo(HaveKey("StatefulSet/" + coordinator.CoordinatorName(p.Name)))
+		}, 2*time.Second).Should(Succeed())
+
+		By("created open to the fleet: the coordinator starts")
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "kafka-tls", Labels: openSecret}, Data: map[string][]byte{"ca.crt": []byte("x")}}
+		Expect(members["a"].Client.Create(ctx, s)).To(Succeed())
+		Eventually(func(g Gomega) { expectPlaced(g, ctx, members["a"], p) }).Should(Succeed())
+		replicas := func(g Gomega) int32 {
+			sts, err := coordinatorSTS(ctx, members["a"], ns, p.Name)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(sts).NotTo(BeNil())
+			return *sts.Spec.Replicas
+		}
+		Expect(replicas(Default)).To(BeEquivalentTo(1))
+
+		By("closed while the coordinator mounts it: scaled to zero, and the status says why")
+		Eventually(func(g Gomega) {
+			g.Expect(members["a"].Client.Get(ctx, client.ObjectKeyFromObject(s), s)).To(Succeed())
+			s.Labels = nil
+			g.Expect(members["a"].Client.Update(ctx, s)).To(Succeed())
+		}).Should(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(replicas(g)).To(BeEquivalentTo(0))
+			a := clusterStatus(getPipeline(g, ctx, key), "a")
+			g.Expect(a.Message).To(ContainSubstring(tenancy.ReasonSecretNotOptedIn))
+			g.Expect(a.Message).To(ContainSubstring("scaled to zero"))
+		}).Should(Succeed())
+
+		By("opened again: it runs again")
+		Eventually(func(g Gomega) {
+			g.Expect(members["a"].Client.Get(ctx, client.ObjectKeyFromObject(s), s)).To(Succeed())
+			s.Labels = openSecret
+			g.Expect(members["a"].Client.Update(ctx, s)).To(Succeed())
+		}).Should(Succeed())
+		Eventually(func(g Gomega) { g.Expect(replicas(g)).To(BeEquivalentTo(1)) }).Should(Succeed())
+	})
+
 	It("places nowhere without a policy, and leaves a running pipeline alone when its policy goes", func(ctx SpecContext) {
 		p := newPipeline(ns, "revoked", onClusters("c"))
 		Expect(hubClient.Create(ctx, p)).To(Succeed())
@@ -162,5 +211,30 @@ var _ = Describe("The tenancy boundary and foreign objects, at reconcile", func(
 		p := newPipeline(ns, name, onClusters("b"))
 		Expect(hubClient.Create(ctx, p)).To(Succeed())
 		Eventually(func(g Gomega) { expectPlaced(g, ctx, members["b"], p) }).Should(Succeed())
+	})
+
+	It("does not take over the objects a live single-cluster CR still owns", func(ctx SpecContext) {
+		name := "still-owned"
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: coordinator.CoordinatorName(name),
+			Labels: coordinator.SelectorLabels(name),
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "urutau.io/v1alpha1", Kind: "CDCPipeline", Name: name, UID: "single-cluster-cr", Controller: new(true)}}},
+			Data: map[string]string{"pipeline.yaml": "old"}}
+		Expect(members["b"].Client.Create(ctx, cm, client.FieldOwner("urutau-operator"))).To(Succeed())
+		p := newPipeline(ns, name, onClusters("b"))
+		Expect(hubClient.Create(ctx, p)).To(Succeed())
+		Eventually(func(g Gomega) {
+			b := clusterStatus(getPipeline(g, ctx, client.ObjectKeyFromObject(p)), "b")
+			g.Expect(b).NotTo(BeNil())
+			g.Expect(b.Phase).To(Equal(urutauv1alpha1.ClusterDegraded))
+			g.Expect(b.Message).To(ContainSubstring(`still owned by the CDCPipeline "still-owned" of the member`))
+		}).Should(Succeed())
+		Consistently(func(g Gomega) {
+			got := &corev1.ConfigMap{}
+			g.Expect(members["b"].Client.Get(ctx, client.ObjectKeyFromObject(cm), got)).To(Succeed())
+			g.Expect(got.Data).To(HaveKeyWithValue("pipeline.yaml", "old"), "nothing written over the CR's object")
+			sts, err := coordinatorSTS(ctx, members["b"], ns, name)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(sts).To(BeNil(), "no coordinator beside the single-cluster one")
+		}).Should(Succeed())
 	})
 })

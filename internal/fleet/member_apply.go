@@ -279,7 +279,20 @@ func (j *applyJob) secretsReady(ctx context.Context, res *memberResult, w *coord
 		}
 		read[ref.Name] = s
 	}
-	return j.boundaryAllows(res, j.secretsOpen(ctx, read))
+	err := j.secretsOpen(ctx, read)
+	var d *tenancy.Denial
+	switch {
+	case errors.Is(err, errSecretMissing):
+		res.retry = true
+		res.obs.Phase, res.obs.Message = urutauv1alpha1.ClusterPending, "waiting: "+err.Error()
+		res.eventReason, res.eventMessage = EventSecretNotReady, res.obs.Message
+		return false
+	case errors.As(err, &d):
+		*res = denied(j.conn.name, j.id, d)
+		j.stopCoordinator(ctx, res, w)
+		return false
+	}
+	return j.boundaryAllows(res, err)
 }
 
 // boundaryAllows reports a refusal of the tenancy boundary (a *tenancy.Denial) as the member's

@@ -46,9 +46,8 @@ const (
 	DefaultLeaseNamespace = "urutau-system"
 	// DefaultOrphanScanInterval is how often each member's cache is scanned for orphans.
 	DefaultOrphanScanInterval = 5 * time.Minute
-	// DefaultSourceRecheckInterval is how often a pipeline on several members reads its source
-	// endpoints again.
-	DefaultSourceRecheckInterval = time.Minute
+	// DefaultSecretRecheckInterval is how often a placed pipeline reads its members' Secrets again.
+	DefaultSecretRecheckInterval = time.Minute
 )
 
 // CoordinatorReconciler places CDCPipelines of the hub on member clusters and keeps their
@@ -104,10 +103,11 @@ type CoordinatorReconciler struct {
 	// OrphanScanInterval is how often each member is scanned for orphans (objects of pipelines
 	// no ReaderLease records there).
 	OrphanScanInterval time.Duration
-	// SourceRecheckInterval is how often a pipeline placed on several members reads again which
-	// database each member's source Secret names (--source-recheck-interval): Secrets make no
-	// event the hub watches.
-	SourceRecheckInterval time.Duration
+	// SecretRecheckInterval is how often a placed pipeline reads again, in each member, the
+	// Secrets it references (--secret-recheck-interval): Secrets make no event the hub watches. A
+	// Secret closed to the fleet stops the coordinator that mounts it, and a source Secret
+	// repointed at the database another member reads stops the member that started later.
+	SecretRecheckInterval time.Duration
 	// DeleteOrphans lets the hub delete orphans in every member (--delete-orphans); a member's
 	// inventory entry may allow it for that member alone (AnnotationDeleteOrphans).
 	DeleteOrphans bool

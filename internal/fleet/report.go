@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
+	"github.com/urutau-io/fleet/internal/tenancy"
 )
 
 // report writes what the reconcile found into the status (only when it changed), emits the
@@ -32,7 +33,7 @@ func (r *CoordinatorReconciler) report(ctx context.Context, p *urutauv1alpha1.CD
 		ctrl.LoggerFrom(ctx).Info("terminated", "reason", obs.Terminated.Reason, "cluster", obs.Terminated.Cluster)
 		return ctrl.Result{}, nil
 	}
-	return ctrl.Result{RequeueAfter: r.nextLook(w, obs, pl, results)}, nil
+	return ctrl.Result{RequeueAfter: r.nextLook(p, w, obs, pl, results)}, nil
 }
 
 // observation gathers what the status is computed from.
@@ -127,7 +128,7 @@ func firstTerminal(p *urutauv1alpha1.CDCPipeline, run []string, results map[stri
 // nextLook is when to reconcile again without an event: soon while departed members drain, at
 // the retry interval while something outside the hub is awaited, at the earliest backoff of a
 // failing member; never while all is done (idle is quiet).
-func (r *CoordinatorReconciler) nextLook(w *world, obs Observation, pl *placement, results map[string]memberResult) time.Duration {
+func (r *CoordinatorReconciler) nextLook(p *urutauv1alpha1.CDCPipeline, w *world, obs Observation, pl *placement, results map[string]memberResult) time.Duration {
 	var after time.Duration
 	soonest := func(d time.Duration) {
 		if d > 0 && (after == 0 || d < after) {
@@ -143,10 +144,10 @@ func (r *CoordinatorReconciler) nextLook(w *world, obs Observation, pl *placemen
 	if len(obs.Waiting) > 0 || len(obs.BlockedBy) > 0 || len(pl.deregistered) > 0 || len(obs.Refused) > 0 || len(w.unidentified) > 0 || len(w.held) > 0 {
 		soonest(r.RetryInterval)
 	}
-	if w.source != nil && len(w.selected) > 1 {
-		// Members' source Secrets make no event the hub watches: a Secret repointed at the
-		// database another member reads is found within this interval.
-		soonest(r.SourceRecheckInterval)
+	if len(pl.decision.Run) > 0 && (len(tenancy.SecretRefs(&p.Spec)) > 0 || (w.source != nil && len(w.selected) > 1)) {
+		// Members' Secrets make no event the hub watches: a Secret closed to the fleet, or one
+		// repointed at the database another member reads, is found within this interval.
+		soonest(r.SecretRecheckInterval)
 	}
 	for _, res := range results {
 		switch {

@@ -62,7 +62,7 @@ func (r *CoordinatorReconciler) setDefaults(mgr mcmanager.Manager) {
 	r.WaitInterval = orDefault(r.WaitInterval, DefaultWaitInterval)
 	r.HealthInterval = orDefault(r.HealthInterval, r.MemberTimeout)
 	r.OrphanScanInterval = orDefault(r.OrphanScanInterval, DefaultOrphanScanInterval)
-	r.SourceRecheckInterval = orDefault(r.SourceRecheckInterval, DefaultSourceRecheckInterval)
+	r.SecretRecheckInterval = orDefault(r.SecretRecheckInterval, DefaultSecretRecheckInterval)
 	if r.LeaseNamespace == "" {
 		r.LeaseNamespace = DefaultLeaseNamespace
 	}

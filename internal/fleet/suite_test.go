@@ -119,7 +119,7 @@ var _ = BeforeSuite(func() {
 		HealthInterval:     healthInterval,
 		OrphanScanInterval: time.Second,
 		// Secrets make no event: a repointed source Secret is found by this recheck.
-		SourceRecheckInterval: time.Second,
+		SecretRecheckInterval: time.Second,
 		RetryInterval:         retryInterval,
 		WaitInterval:          waitInterval,
 	}

@@ -6,13 +6,16 @@ import (
 	"fmt"
 	"sync"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
 	"github.com/urutau-io/fleet/internal/adopt"
+	"github.com/urutau-io/fleet/internal/coordinator"
 	"github.com/urutau-io/fleet/internal/tenancy"
 )
 
@@ -26,9 +29,6 @@ import (
 const (
 	// EventPlacementDenied: the tenancy boundary refuses a member to the pipeline.
 	EventPlacementDenied = "PlacementDenied"
-	// EventAdoptionWarning: the hub took over an object it may, with a warning (a migration from
-	// the single-cluster operator whose CR still owns the object).
-	EventAdoptionWarning = "AdoptionWarning"
 	// EventAdoptionConflict: an object of the pipeline's name exists in the member and is not
 	// the pipeline's: nothing is written there.
 	EventAdoptionConflict = "AdoptionConflict"
@@ -106,26 +106,24 @@ func (c *namespaceCheck) check(ctx context.Context, j *applyJob) error {
 }
 
 // guardAdoption is an applyJob's check of an object that exists before the hub writes over it:
-// only this pipeline's objects, the single-cluster operator's of the same CR (a migration), and
-// objects handed over with urutau.io/adopt are written; anything else is a conflict that names
-// the object and its managers.
-func guardAdoption(p *urutauv1alpha1.CDCPipeline, warn func(string)) func(kind string, existing client.Object) error {
+// only this pipeline's objects, the single-cluster operator's of the same CR once that CR let go
+// of them (a migration), and objects handed over with urutau.io/adopt are written; anything else
+// is a conflict that names the object and its managers.
+func guardAdoption(p *urutauv1alpha1.CDCPipeline) func(kind string, existing client.Object) error {
 	pipeline := adopt.Pipeline{UID: p.UID, Namespace: p.Namespace, Name: p.Name}
 	return func(kind string, existing client.Object) error {
-		d, err := adopt.Decide(kind, existing, pipeline)
-		if err != nil {
-			return err
-		}
-		if d.Warning != "" && warn != nil {
-			warn(d.Warning)
-		}
-		return nil
+		_, err := adopt.Decide(kind, existing, pipeline)
+		return err
 	}
 }
 
+// errSecretMissing is a Secret the pipeline references that does not exist in the member (yet).
+var errSecretMissing = errors.New("secret not found")
+
 // secretsOpen checks that every Secret the pipeline references in the member (spec.secrets.*, the
-// control plane TLS Secrets, the event log's) is open to pipelines; reads holds those read
-// already.
+// control plane TLS Secrets, the event log's) exists and is open to pipelines; read holds those
+// read already. A missing one holds the apply (errSecretMissing), optional ones too: a pod that
+// mounts a Secret created later would get it whatever its labels.
 func (j *applyJob) secretsOpen(ctx context.Context, read map[string]*corev1.Secret) error {
 	for _, ref := range tenancy.SecretRefs(&j.p.Spec) {
 		s, ok := read[ref.Name]
@@ -133,7 +131,8 @@ func (j *applyJob) secretsOpen(ctx context.Context, read map[string]*corev1.Secr
 			s = &corev1.Secret{}
 			if err := j.conn.live.Get(ctx, client.ObjectKey{Namespace: j.p.Namespace, Name: ref.Name}, s); err != nil {
 				if apierrors.IsNotFound(err) {
-					continue // the coordinator reports a missing optional Secret itself
+					return fmt.Errorf("%w: %s names Secret %s/%s, which does not exist in cluster %q: the coordinator starts once it exists and is open to the fleet (label %s=true)",
+						errSecretMissing, ref.Field, j.p.Namespace, ref.Name, j.conn.name, urutauv1alpha1.LabelFleetSecret)
 				}
 				return fmt.Errorf("reading Secret %s/%s in cluster %q: %w", j.p.Namespace, ref.Name, j.conn.name, err)
 			}
@@ -143,4 +142,28 @@ func (j *applyJob) secretsOpen(ctx context.Context, read map[string]*corev1.Secr
 		}
 	}
 	return nil
+}
+
+// stopCoordinator scales the pipeline's coordinator in the member to zero, when it runs there: a
+// Secret it mounts is no longer open to it (closed, or replaced by one that never opted in), and
+// the kubelet would go on refreshing the mounted copy. It starts again once the Secret is open.
+func (j *applyJob) stopCoordinator(ctx context.Context, res *memberResult, w *coordinator.Workload) {
+	sts := &appsv1.StatefulSet{}
+	err := j.conn.cached.Get(ctx, client.ObjectKey{Namespace: j.p.Namespace, Name: coordinator.CoordinatorName(j.p.Name)}, sts)
+	if err != nil || sts.Labels[urutauv1alpha1.LabelHubPipelineUID] != string(j.p.UID) || (sts.Spec.Replicas != nil && *sts.Spec.Replicas == 0) {
+		return
+	}
+	// Shallow copies: only replicas differs from what the renderer made.
+	stopped, spec := *w.StatefulSet, *w.StatefulSet.Spec
+	stopped.Spec = spec.WithReplicas(0)
+	req, err := statefulSetRequest(&stopped)
+	if err == nil {
+		err = j.apply(ctx, res, req, j.conn.live)
+	}
+	if err != nil {
+		ctrl.LoggerFrom(ctx).Info("scaling the coordinator to zero failed", "error", err.Error())
+		return
+	}
+	res.obs.Message += "; its coordinator is scaled to zero until then"
+	res.eventMessage = res.obs.Message
 }
