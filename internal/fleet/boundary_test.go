@@ -216,7 +216,7 @@ var _ = Describe("The tenancy boundary and foreign objects, at reconcile", func(
 	It("does not take over the objects a live single-cluster CR still owns", func(ctx SpecContext) {
 		name := "still-owned"
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: coordinator.CoordinatorName(name),
-			Labels: coordinator.SelectorLabels(name),
+			Labels:          coordinator.SelectorLabels(name),
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "urutau.io/v1alpha1", Kind: "CDCPipeline", Name: name, UID: "single-cluster-cr", Controller: new(true)}}},
 			Data: map[string]string{"pipeline.yaml": "old"}}
 		Expect(members["b"].Client.Create(ctx, cm, client.FieldOwner("urutau-operator"))).To(Succeed())
