@@ -2,10 +2,12 @@ package fleet_test
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -133,6 +135,26 @@ var _ = Describe("The tenancy boundary and foreign objects, at reconcile", func(
 			g.Expect(members["a"].Client.Update(ctx, s)).To(Succeed())
 		}).Should(Succeed())
 		Eventually(func(g Gomega) { g.Expect(replicas(g)).To(BeEquivalentTo(1)) }).Should(Succeed())
+	})
+
+	It("refuses a table whose worker group name is another team's StatefulSet", func(ctx SpecContext) {
+		name := coordinator.WorkerGroupPrefix("shop", "raw.orders")
+		labels := map[string]string{"app": "payments"}
+		foreign := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels},
+			Spec: appsv1.StatefulSetSpec{Selector: &metav1.LabelSelector{MatchLabels: labels},
+				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "db", Image: "postgres"}}}}}}
+		Expect(members["a"].Client.Create(ctx, foreign)).To(Succeed())
+		p := newPipeline(ns, "aimed", onClusters("a"))
+		Expect(hubClient.Create(ctx, p)).To(Succeed())
+		Eventually(func(g Gomega) {
+			a := clusterStatus(getPipeline(g, ctx, client.ObjectKeyFromObject(p)), "a")
+			g.Expect(a).NotTo(BeNil())
+			g.Expect(a.Phase).To(Equal(urutauv1alpha1.ClusterDegraded))
+			g.Expect(a.Message).To(ContainSubstring(fmt.Sprintf("worker group name %q is taken by StatefulSet %s/%s", name, ns, name)))
+		}).Should(Succeed())
+		Consistently(func(g Gomega) {
+			g.Expect(ownedObjects(g, ctx, members["a"], ns, p.UID)).To(BeEmpty(), "no Role granting the other team's StatefulSet, nothing else either")
+		}, 2*time.Second).Should(Succeed())
 	})
 
 	It("places nowhere without a policy, and leaves a running pipeline alone when its policy goes", func(ctx SpecContext) {

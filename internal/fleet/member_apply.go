@@ -195,6 +195,9 @@ func scaledObjectSet(w *coordinator.Workload) string {
 
 // applySupporting applies everything the coordinator needs before it starts.
 func (j *applyJob) applySupporting(ctx context.Context, res *memberResult, w *coordinator.Workload) bool {
+	if !j.boundaryAllows(res, j.workerNamesFree(ctx, w)) {
+		return false
+	}
 	for _, build := range []func() (*applyRequest, error){
 		func() (*applyRequest, error) { return serviceAccountRequest(w.CoordinatorServiceAccount) },
 		func() (*applyRequest, error) { return serviceAccountRequest(w.WorkerServiceAccount) },

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -166,4 +168,59 @@ func (j *applyJob) stopCoordinator(ctx context.Context, res *memberResult, w *co
 	}
 	res.obs.Message += "; its coordinator is scaled to zero until then"
 	res.eventMessage = res.obs.Message
+}
+
+// workerNamesFree refuses the Role, and so the whole apply, when a name it grants the coordinator
+// get and update on (a worker group's StatefulSet and Service, derived from the tables) is taken
+// by an object that is not this pipeline's worker: a table named after another team's
+// StatefulSet would hand that StatefulSet to the coordinator, and a ScaledObject would scale it.
+// A worker is the pipeline's when its labels say so, or a pod of its coordinator owns it.
+func (j *applyJob) workerNamesFree(ctx context.Context, w *coordinator.Workload) error {
+	for _, name := range grantedWorkerNames(w) {
+		for _, obj := range []client.Object{&appsv1.StatefulSet{}, &corev1.Service{}} {
+			err := j.conn.cached.Get(ctx, client.ObjectKey{Namespace: j.p.Namespace, Name: name}, obj)
+			if apierrors.IsNotFound(err) || (err == nil && workerOf(obj, j.p.Name)) {
+				continue
+			}
+			if err != nil {
+				return fmt.Errorf("reading %s/%s in cluster %q: %w", j.p.Namespace, name, j.conn.name, err)
+			}
+			kind := "StatefulSet"
+			if _, svc := obj.(*corev1.Service); svc {
+				kind = "Service"
+			}
+			return &adopt.Conflict{Object: fmt.Sprintf("%s %s/%s", kind, j.p.Namespace, name), Message: fmt.Sprintf(
+				"worker group name %q is taken by %s %s/%s, which is not a worker of this pipeline: the coordinator's Role would grant it get and update there, and KEDA would scale it; nothing was written. Rename the table's target, or the object",
+				name, kind, j.p.Namespace, name)}
+		}
+	}
+	return nil
+}
+
+// grantedWorkerNames are the names the coordinator's Role grants get and update on (the worker
+// groups), read from the Role the renderer made.
+func grantedWorkerNames(w *coordinator.Workload) []string {
+	var out []string
+	for _, r := range w.Role.Rules {
+		if len(r.ResourceNames) > 0 && slices.Contains(r.Verbs, "update") {
+			out = append(out, r.ResourceNames...)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// workerOf tells whether obj is a worker of pipeline cr: the coordinator labels its workers, and
+// owns them from its pod (<cr>-coordinator-<n>).
+func workerOf(obj client.Object, cr string) bool {
+	l := obj.GetLabels()
+	if l[urutauv1alpha1.LabelApp] == coordinator.AppWorker && l[urutauv1alpha1.LabelPipeline] == cr {
+		return true
+	}
+	for _, ref := range obj.GetOwnerReferences() {
+		if ref.Kind == "Pod" && strings.HasPrefix(ref.Name, coordinator.CoordinatorName(cr)+"-") {
+			return true
+		}
+	}
+	return false
 }
