@@ -158,16 +158,26 @@ func setup(ctx context.Context, o options, cfg *rest.Config) (mcmanager.Manager,
 	refusals := &inventory.Refusals{}
 	provider, setupProvider := newProvider(o, memberOptions, restOptions, refusals)
 
+	var leader *fleet.LeaderFence
+	if o.leaderElect {
+		if leader, err = leaderLock(cfg, scheme, o.providerNamespace); err != nil {
+			return nil, err
+		}
+	}
 	mgr, err := mcmanager.New(cfg, provider, manager.Options{
-		Scheme:                        scheme,
-		Cache:                         hubCacheOptions(o),
-		Metrics:                       metricsOptions(o),
-		HealthProbeBindAddress:        o.probeAddr,
-		PprofBindAddress:              o.pprofAddr,
-		LeaderElection:                o.leaderElect,
-		LeaderElectionID:              leaderElectionID,
-		LeaderElectionNamespace:       o.providerNamespace,
-		LeaderElectionReleaseOnCancel: true, // safe: the process exits as soon as Start returns
+		Scheme:                              scheme,
+		Cache:                               hubCacheOptions(o),
+		Metrics:                             metricsOptions(o),
+		HealthProbeBindAddress:              o.probeAddr,
+		PprofBindAddress:                    o.pprofAddr,
+		LeaderElection:                      o.leaderElect,
+		LeaderElectionID:                    leaderElectionID,
+		LeaderElectionNamespace:             o.providerNamespace,
+		LeaderElectionReleaseOnCancel:       true, // safe: the process exits as soon as Start returns
+		LeaderElectionResourceLockInterface: lockOf(leader),
+		LeaseDuration:                       &leaseDuration,
+		RenewDeadline:                       &renewDeadline,
+		RetryPeriod:                         &retryPeriod,
 		WebhookServer: webhook.NewServer(webhook.Options{Port: o.webhookPort, CertDir: o.webhookCertDir,
 			TLSOpts: []func(*tls.Config){internalwebhook.HardenTLS}}),
 		// The kubeconfig provider engages members from one controller on kubeconfig Secrets, one
@@ -201,6 +211,7 @@ func setup(ctx context.Context, o options, cfg *rest.Config) (mcmanager.Manager,
 		Refusals:                refusals,
 		MemberTimeout:           o.memberTimeout,
 		Liveness:                liveness,
+		Leader:                  leader,
 		TombstoneGrace:          o.tombstoneGrace,
 		ReservedNamespaces:      o.reservedNamespaces(),
 		LeaseNamespace:          o.leaseNamespace,

@@ -76,7 +76,7 @@ func (r *CoordinatorReconciler) applyOn(ctx context.Context, p *urutauv1alpha1.C
 		p: p, conn: c, id: w.ids[m], settings: r.settingsFor(p, w.inventory[m]),
 		manager: FieldManagerFor(r.FieldManager, m), applier: &r.applier,
 		crossed:  func() { r.lookAgain.Store(client.ObjectKeyFromObject(p), true) },
-		boundary: w.boundary, leaseWritten: pl.wrote,
+		boundary: w.boundary, leaseWritten: pl.wrote, leader: r.Leader,
 		cacheMayLag: r.Liveness.cacheMayLag(r.members.host(m), time.Now()),
 		guard:       guardAdoption(p),
 	}

@@ -93,6 +93,8 @@ type applyJob struct {
 	// the job's first write.
 	boundary tenancy.Boundary
 	nsCheck  namespaceCheck
+	// leader refuses every write once this replica may no longer lead (nil: no leader election).
+	leader *LeaderFence
 }
 
 func (j *applyJob) run(ctx context.Context) (res memberResult) {
@@ -248,7 +250,12 @@ func (j *applyJob) applyNetworkPolicy(ctx context.Context, res *memberResult, w 
 // apply applies one object (applier.apply) and counts the write.
 func (j *applyJob) apply(ctx context.Context, res *memberResult, req *applyRequest, cached client.Reader) error {
 	req.guard, req.confirmMiss = j.guard, j.cacheMayLag
-	req.beforeWrite = func(ctx context.Context) error { return j.nsCheck.check(ctx, j) }
+	req.beforeWrite = func(ctx context.Context) error {
+		if err := j.nsCheck.check(ctx, j); err != nil {
+			return err
+		}
+		return j.leader.Fresh(time.Now())
+	}
 	wrote, err := j.applier.apply(ctx, cached, j.conn.live, j.conn.cached, j.conn.name, j.manager, req)
 	if req.crossed && j.crossed != nil {
 		j.crossed()
@@ -306,6 +313,11 @@ func (j *applyJob) boundaryAllows(res *memberResult, err error) bool {
 	switch {
 	case errors.As(err, &d):
 		*res = denied(j.conn.name, j.id, d)
+		return false
+	case errors.Is(err, errNotLeading):
+		// Not a failure of the member: this replica is about to stop, another one leads.
+		res.retry = true
+		res.obs.Phase, res.obs.Message = urutauv1alpha1.ClusterPending, "not applied: "+err.Error()
 		return false
 	case errors.Is(err, errSuperseded):
 		// Not a failure: the reconcile of the newer change decides again, at once.

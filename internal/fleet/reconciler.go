@@ -117,6 +117,9 @@ type CoordinatorReconciler struct {
 	// Liveness follows whether members answer (its Track must be among the provider's REST
 	// options); without it, a reconcile waits for a hung member for half of MemberTimeout.
 	Liveness *Liveness
+	// Leader is the leader-election lock (LeaderFence) when the hub runs with leader election:
+	// no member is written by a replica whose lease may have passed to another.
+	Leader *LeaderFence
 
 	// The state that outlives one reconcile, all of it described in doc.go.
 	members memberSet
