@@ -114,6 +114,9 @@ func start(name, assets string, crds []string) (*Cluster, error) {
 		// An API server with open watches drains them for a long time on SIGTERM; tests do not
 		// need a graceful stop, so envtest sends SIGKILL after this.
 		ControlPlaneStopTimeout: 3 * time.Second,
+		// envtest's 20 s default is short for four API servers starting at once on a 2-core
+		// machine while other packages compile (seen: every start timing out).
+		ControlPlaneStartTimeout: time.Minute,
 	}
 	env.ControlPlane.APIServer = &envtest.APIServer{CertDir: certDir}
 	cfg, err := env.Start()
