@@ -30,6 +30,10 @@ var InlinePath = field.NewPath("spec", "definition", "inline")
 // It returns the typed view, or nil and every problem found, each under InlinePath; callers that
 // want an error use errs.ToAggregate().
 func Parse(raw []byte) (*Inline, field.ErrorList) {
+	if e := CheckInlineSize(InlinePath, raw); e != nil {
+		e.Detail += ": the definition is bounded so that admitting and rendering it stay cheap; move bulky settings out of it"
+		return nil, field.ErrorList{e}
+	}
 	doc, errs := decodeDocument(raw)
 	if len(errs) > 0 {
 		return nil, errs

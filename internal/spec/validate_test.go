@@ -133,6 +133,20 @@ func tableCases() []ruleCase {
 		{name: "columnFilter duplicate", base: mysqlDoc, change: fs(set(table0("columnFilter"), []any{"id", "id"})), field: "tables[0].columnFilter[1]", typ: field.ErrorTypeDuplicate},
 		{name: "columnFilter keeps the key", base: mysqlDoc, change: fs(set(table0("columnFilter"), []any{"total"})), field: "tables[0].columnFilter", typ: field.ErrorTypeInvalid},
 		{name: "chunkColumn is a key column", base: mysqlDoc, change: fs(set(table0("chunkColumn"), "created_at")), field: "tables[0].chunkColumn", typ: field.ErrorTypeInvalid},
+		// urutau validate.go @0b3b110: targets must differ beyond punctuation (one worker group).
+		{name: "targets differ only in punctuation", base: mysqlDoc, change: fs(two, set("tables.1.target", "raw-orders")), field: "tables[1].target", typ: field.ErrorTypeInvalid, detail: `same worker group name "shop-raw-orders" as tables[0]`},
+		{name: "targets differ only in case", base: mysqlDoc, change: fs(two, set("tables.1.target", "RAW.Orders")), field: "tables[1].target", typ: field.ErrorTypeInvalid, detail: "worker group"},
+		// What the API server would refuse once the hub applies the ConfigMap, or once the
+		// coordinator creates the table's worker pods.
+		{name: "target is no ConfigMap key", base: mysqlDoc, change: fs(set(table0("target"), "raw/orders")), field: "tables[0].target", typ: field.ErrorTypeInvalid, detail: "worker-pod-template.raw/orders.yaml"},
+		{name: "target is no label value", base: mysqlDoc, change: fs(set("sink.type", "clickhouse"), set(table0("target"), "orders_")), field: "tables[0].target", typ: field.ErrorTypeInvalid, detail: "urutau.io/table label"},
+		{name: "target too long for a label", base: mysqlDoc, change: fs(set(table0("target"), "raw."+strings.Repeat("o", 60))), field: "tables[0].target", typ: field.ErrorTypeInvalid, detail: "must be no more than 63"},
+		// What the renderer refused, Parse refuses first (one source of truth).
+		{name: "workers.cpu a quantity", base: mysqlDoc, change: fs(set(table0("workers"), doc{"cpu": "lots"})), field: "tables[0].workers.cpu", typ: field.ErrorTypeInvalid},
+		{name: "workers.memory not negative", base: mysqlDoc, change: fs(set(table0("workers"), doc{"memory": "-1Gi"})), field: "tables[0].workers.memory", typ: field.ErrorTypeInvalid},
+		{name: "workers.cpu bounded", base: mysqlDoc, change: fs(set(table0("workers"), doc{"cpu": "1e-999999999"})), field: "tables[0].workers.cpu", typ: field.ErrorTypeInvalid, detail: "exponent"},
+		{name: "workers.number int32", base: mysqlDoc, change: fs(set(table0("workers"), doc{"number": int64(math.MaxInt32) + 1})), field: "tables[0].workers.number", typ: field.ErrorTypeInvalid},
+		{name: "workers.max int32", base: mysqlDoc, change: fs(set(table0("workers"), doc{"max": int64(math.MaxInt32) + 1})), field: "tables[0].workers.max", typ: field.ErrorTypeInvalid},
 	}
 }
 

@@ -253,8 +253,7 @@ func validateDefinition(d *urutauv1alpha1.Definition) (*spec.Inline, field.Error
 }
 
 // validateInline checks what spec.Parse leaves to its callers: values urutau accepts but the source
-// database refuses (a MySQL server_id 0, a slot name Postgres cannot create), and the tables'
-// worker quantities, which the single-cluster webhook checks as quantities (#575).
+// database refuses (a MySQL server_id 0, a slot name Postgres cannot create).
 func validateInline(in *spec.Inline) field.ErrorList {
 	var errs field.ErrorList
 	if in.Source.Kind == spec.KindMySQL && in.Source.ServerID != "" {
@@ -266,14 +265,6 @@ func validateInline(in *spec.Inline) field.ErrorList {
 	if slot := in.Source.SlotName; in.Source.Kind == spec.KindPostgres && slot != "" && !postgresSlotName.MatchString(slot) {
 		errs = append(errs, field.Invalid(slotNamePath, slot,
 			"must be a Postgres replication slot name: lower-case letters, digits and underscores, at most 63 characters"))
-	}
-	for i, t := range in.Tables {
-		if t.Workers == nil {
-			continue
-		}
-		wp := inlinePath.Child("tables").Index(i).Child("workers")
-		errs = append(errs, validateQuantity(wp.Child("cpu"), t.Workers.CPU)...)
-		errs = append(errs, validateQuantity(wp.Child("memory"), t.Workers.Memory)...)
 	}
 	return errs
 }

@@ -59,7 +59,7 @@
 // definition. A failed read is a rejection. Two CREATEs racing with the same identity can both
 // pass: admission is not a lock (the hub's lease per identity is).
 //
-// Limits (limits.go): spec.definition.inline at most coordinator.MaxInlineBytes, refused before
+// Limits (limits.go): spec.definition.inline at most spec.MaxInlineBytes, refused before
 // anything parses it.
 //
 // Tenancy (tenancy.go, internal/tenancy): a CDCPipeline in a system namespace of the hub is
