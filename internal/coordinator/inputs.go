@@ -6,11 +6,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"math"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/yaml"
 
@@ -185,35 +183,17 @@ func newInput(p *urutauv1alpha1.CDCPipeline, s Settings) (*input, field.ErrorLis
 	in.cpuOverhead = q.optional(in.spec.Worker.CPUOverhead, sp.Child("worker", "cpuOverhead"))
 	in.memoryOverhead = q.optional(in.spec.Worker.MemoryOverhead, sp.Child("worker", "memoryOverhead"))
 
+	// The tables' own quantities; spec.Parse has checked them (and every name derived from the
+	// tables), so a definition that parsed renders.
 	tablesPath := spec.InlinePath.Child("tables")
-	groups := map[string]int{}
 	for i, t := range in.inline.Tables {
-		tp := tablesPath.Index(i)
 		var tq tableQuantities
 		if w := t.Workers; w != nil {
-			tq.cpu = q.optional(w.CPU, tp.Child("workers", "cpu"))
-			tq.memory = q.optional(w.Memory, tp.Child("workers", "memory"))
-			// Replica counts are int32 in the ScaledObject.
-			if w.Number > math.MaxInt32 {
-				errs = append(errs, field.Invalid(tp.Child("workers", "number"), w.Number, "must fit in 32 bits"))
-			}
-			if w.Max > math.MaxInt32 {
-				errs = append(errs, field.Invalid(tp.Child("workers", "max"), w.Max, "must fit in 32 bits"))
-			}
+			tp := tablesPath.Index(i).Child("workers")
+			tq.cpu = q.optional(w.CPU, tp.Child("cpu"))
+			tq.memory = q.optional(w.Memory, tp.Child("memory"))
 		}
 		in.tables = append(in.tables, tq)
-
-		// Two tables sharing a worker group would fight over one StatefulSet and ScaledObject.
-		name := WorkerGroupPrefix(in.inline.Pipeline, t.Target)
-		if j, dup := groups[name]; dup {
-			errs = append(errs, field.Invalid(tp.Child("target"), t.Target,
-				fmt.Sprintf("names the same worker group %q as tables[%d]; targets must differ after sanitising", name, j)))
-		}
-		groups[name] = i
-		if msgs := validation.IsConfigMapKey(WorkerPodTemplateKey(t.Target)); len(msgs) > 0 {
-			errs = append(errs, field.Invalid(tp.Child("target"), t.Target,
-				fmt.Sprintf("cannot name the ConfigMap key %q: %v", WorkerPodTemplateKey(t.Target), msgs)))
-		}
 	}
 
 	if tls := in.spec.Coordinator.TLS; tls != nil {
@@ -260,9 +240,6 @@ func parseDefinition(d urutauv1alpha1.Definition, p *field.Path) (*spec.Inline, 
 		}
 		return nil, errs
 	}
-	if e := CheckInlineSize(p.Child("inline"), raw); e != nil {
-		return nil, append(errs, e)
-	}
 	inline, perrs := spec.Parse(raw)
 	return inline, append(errs, perrs...)
 }
@@ -296,7 +273,7 @@ func (q quantityParser) optional(v string, p *field.Path) *resource.Quantity {
 	if v == "" {
 		return nil
 	}
-	if e := CheckQuantityBounds(p, v); e != nil {
+	if e := spec.CheckQuantityBounds(p, v); e != nil {
 		*q.errs = append(*q.errs, e)
 		return nil
 	}

@@ -36,7 +36,7 @@ func (in *input) scaledObjects(s Settings) []*kedav1alpha1.ScaledObject {
 			},
 			Spec: kedav1alpha1.ScaledObjectSpec{
 				ScaleTargetRef: &kedav1alpha1.ScaleTarget{APIVersion: "apps/v1", Kind: "StatefulSet", Name: name},
-				// Validated to fit in int32 by newInput.
+				// spec.Parse has checked that both fit in int32.
 				MinReplicaCount: ptr.To(int32(t.WorkerCount())),
 				MaxReplicaCount: ptr.To(int32(maxWorkers)),
 				Triggers: []kedav1alpha1.ScaleTriggers{{

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
+	"github.com/urutau-io/fleet/internal/spec"
 )
 
 // Ports, paths and fixed values of the workload. The coordinator image depends on each of them.
@@ -56,9 +57,6 @@ const (
 	// TerminationGracePeriodSeconds of the coordinator pod (#604).
 	TerminationGracePeriodSeconds = 60
 
-	// maxWorkerGroupName keeps `<name>-<ordinal>` pods and the controller-revision-hash label of
-	// the coordinator-created worker StatefulSet within 63 characters.
-	maxWorkerGroupName = 52
 	// maxMaintenanceName is the longest Pod name that is also a DNS label.
 	maxMaintenanceName = 63
 	// emptyMaintenanceName replaces a maintenance worker name that sanitises to nothing.
@@ -79,44 +77,11 @@ func CoordinatorAddress(cr, namespace string) string {
 }
 
 // WorkerGroupPrefix names the worker StatefulSet and Service the coordinator creates for a table,
-// and the table's ScaledObject. It must equal the coordinator's own computation: RBAC
-// resourceNames and KEDA's scaleTargetRef are matched against it. The joined `<pipeline>-<target>`
-// is lowercased, every character outside [a-z0-9] becomes '-', runs of '-' collapse, leading and
-// trailing '-' go, a leading digit gets a `w-` prefix, empty becomes `w`, and the result is capped
-// at 52 characters.
+// and the table's ScaledObject: spec.WorkerGroupPrefix, urutau's own computation. RBAC
+// resourceNames and KEDA's scaleTargetRef are matched against it, and spec.Parse refuses two
+// tables that share one.
 func WorkerGroupPrefix(pipeline, target string) string {
-	var b strings.Builder
-	dash := false
-	for _, r := range strings.ToLower(pipeline + "-" + target) {
-		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') {
-			b.WriteRune(r)
-			dash = false
-			continue
-		}
-		if !dash {
-			b.WriteByte('-')
-			dash = true
-		}
-	}
-	s := strings.Trim(b.String(), "-")
-	if s == "" {
-		return "w"
-	}
-	if s[0] >= '0' && s[0] <= '9' {
-		s = "w-" + s
-	}
-	if len(s) > maxWorkerGroupName {
-		// A name ending in '-' is not a DNS label, so no working coordinator can produce one:
-		// trimming again after the cap changes nothing the coordinator could have created.
-		s = strings.TrimRight(s[:maxWorkerGroupName], "-")
-	}
-	return s
-}
-
-// WorkerPodTemplateKey is the ConfigMap key of a table's worker pod template. The raw target is
-// used, dots kept: the coordinator looks the key up the same way (#256).
-func WorkerPodTemplateKey(target string) string {
-	return "worker-pod-template." + target + ".yaml"
+	return spec.WorkerGroupPrefix(pipeline, target)
 }
 
 // MaintenanceWorkerName names the bare Pod the coordinator starts for a table's maintenance pass

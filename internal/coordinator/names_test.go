@@ -22,22 +22,33 @@ func TestWorkerGroupPrefix(t *testing.T) {
 		{"shop", "größe", "shop-gr-e"},
 		{"", "", "w"},
 		{"__", "..", "w"},
-		{"shop", long, "shop-" + long[:47]},
-		// The cap lands on a '-': trimmed, never a name ending in '-'.
-		{strings.Repeat("b", 51), "x", strings.Repeat("b", 51)},
-		{"1" + long, "x", "w-1" + long[:49]},
+		// Longer than 52: the first 43 characters, '-', and 8 hex digits of the SHA-256 of the
+		// whole name (urutau spec/spec.go @0b3b110, dnsLabel), so the name stays unique.
+		{"shop", long, "shop-" + long[:38] + "-3bc9333b"},
+		{strings.Repeat("b", 51), "x", strings.Repeat("b", 43) + "-5132b342"},
+		{"1" + long, "x", "w-1" + long[:40] + "-823c10da"},
+		// 43 characters that end in '-' keep it: a double dash, as urutau's name has.
+		{"Loja_São", "analytics.customer_lifetime_value_by_region_and_quarter", "loja-s-o-analytics-customer-lifetime-value--1da96977"},
+		// Exactly 52 is kept whole.
+		{"shop", strings.Repeat("c", 47), "shop-" + strings.Repeat("c", 47)},
 	}
 	for _, tt := range tests {
 		got := WorkerGroupPrefix(tt.pipeline, tt.target)
 		if got != tt.want {
 			t.Errorf("WorkerGroupPrefix(%q, %q) = %q, want %q", tt.pipeline, tt.target, got, tt.want)
 		}
-		if len(got) > maxWorkerGroupName {
-			t.Errorf("WorkerGroupPrefix(%q, %q) is %d long, want <= %d", tt.pipeline, tt.target, len(got), maxWorkerGroupName)
+		if len(got) > 52 {
+			t.Errorf("WorkerGroupPrefix(%q, %q) is %d long, want <= 52", tt.pipeline, tt.target, len(got))
 		}
 		if errs := validation.IsDNS1123Label(got); len(errs) > 0 {
 			t.Errorf("WorkerGroupPrefix(%q, %q) = %q is not a DNS label: %v", tt.pipeline, tt.target, got, errs)
 		}
+	}
+	// Two long targets that share their first 43 characters get two worker groups: a cut name
+	// would give both tables one StatefulSet.
+	a, b := WorkerGroupPrefix("shop", long+"_2024"), WorkerGroupPrefix("shop", long+"_2025")
+	if a == b {
+		t.Errorf("two long targets share the worker group %q", a)
 	}
 }
 
@@ -73,8 +84,6 @@ func TestFixedNames(t *testing.T) {
 		CoordinatorName("shop"):               "shop-coordinator",
 		WorkerServiceAccountName("shop"):      "shop-worker",
 		CoordinatorAddress("shop", "cdc"):     "shop-coordinator.cdc:50051",
-		WorkerPodTemplateKey("raw.orders"):    "worker-pod-template.raw.orders.yaml",
-		WorkerPodTemplateKey("_default"):      "worker-pod-template._default.yaml",
 		PipelineFile:                          "/etc/urutau/pipeline.yaml",
 		pendingBatchesQuery("shop", "orders"): `sum(urutau_coordinator_pending_batches{table="orders", pod=~"shop-coordinator-.*"})`,
 	} {

@@ -193,14 +193,14 @@ func (in *input) configMap() (*corev1ac.ConfigMapApplyConfiguration, error) {
 		if err != nil {
 			return nil, err
 		}
-		data[WorkerPodTemplateKey(spec.DefaultWorkerTemplateTarget)] = tmpl
+		data[spec.WorkerPodTemplateKey(spec.DefaultWorkerTemplateTarget)] = tmpl
 	} else {
 		for i, t := range in.inline.Tables {
 			tmpl, err := in.workerPodTemplate(t.Target, in.tables[i])
 			if err != nil {
 				return nil, err
 			}
-			data[WorkerPodTemplateKey(t.Target)] = tmpl
+			data[spec.WorkerPodTemplateKey(t.Target)] = tmpl
 		}
 	}
 	return corev1ac.ConfigMap(in.name(), in.namespace()).WithLabels(objectLabels(in.p)).WithData(data), nil

@@ -380,7 +380,7 @@ func TestWorkerTemplates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []string{PipelineFileKey, WorkerPodTemplateKey("raw.orders"), WorkerPodTemplateKey("raw.customers")} {
+	for _, k := range []string{PipelineFileKey, spec.WorkerPodTemplateKey("raw.orders"), spec.WorkerPodTemplateKey("raw.customers")} {
 		if _, ok := w.ConfigMap.Data[k]; !ok {
 			t.Errorf("ConfigMap lacks %s (has %v)", k, keys(w))
 		}
@@ -393,7 +393,7 @@ func TestWorkerTemplates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := w.ConfigMap.Data[WorkerPodTemplateKey(spec.DefaultWorkerTemplateTarget)]; !ok || len(w.ConfigMap.Data) != 2 {
+	if _, ok := w.ConfigMap.Data[spec.WorkerPodTemplateKey(spec.DefaultWorkerTemplateTarget)]; !ok || len(w.ConfigMap.Data) != 2 {
 		t.Errorf("discovering source: ConfigMap keys = %v, want pipeline.yaml and the _default template", keys(w))
 	}
 	// Without secrets.ssh there is no key to mount, whatever the source says.

@@ -35,7 +35,7 @@ func postgresBlockDoc() doc {
 
 func kafkaDoc() doc {
 	d := mysqlDoc()
-	d["source"] = doc{"kind": "kafka", "partitionedByPrimaryKey": true, "groupId": "shop"}
+	d["source"] = doc{"kind": "kafka", "partitionedByPrimaryKey": true}
 	return d
 }
 

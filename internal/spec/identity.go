@@ -11,13 +11,13 @@ const DefaultMySQLServerID = "1101"
 // the same identity corrupt each other's stream. The fleet keys its one-reader-per-source lease on
 // it, and the webhook's uniqueness and immutability rules compare it.
 type ReaderIdentity struct {
-	// Kind is the source kind: "mysql", "postgres" or "kafka".
+	// Kind is the source kind: "mysql" or "postgres".
 	Kind string
-	// Field is the field of spec.definition.inline.source the value comes from: "serverId",
-	// "slotName" or "groupId".
+	// Field is the field of spec.definition.inline.source the value comes from: "serverId" or
+	// "slotName".
 	Field string
 	// Value is the canonical value: a MySQL server id in decimal without leading zeros (the
-	// default when unset), a Postgres slot name or a Kafka consumer group as written.
+	// default when unset), or a Postgres slot name as written.
 	Value string
 }
 
@@ -35,8 +35,9 @@ func (id ReaderIdentity) String() string {
 //     a server id.
 //   - postgres: source.slotName, the logical replication slot; a slot streams each change to one
 //     reader only. urutau requires it.
-//   - kafka: source.groupId, the consumer group; members of one group split the partitions, so
-//     each pipeline would see part of the stream. Unset, the hub has nothing to compare (ok false).
+//   - kafka: none. The coordinator assigns itself every partition of its topics and keeps its
+//     position in the sink; it joins no consumer group (urutau removed source.groupId at
+//     spec/spec.go @0b3b110), so any number of pipelines may read one topic.
 func (in *Inline) Identity() (ReaderIdentity, bool) {
 	s := in.Source
 	switch s.Kind {
@@ -54,11 +55,6 @@ func (in *Inline) Identity() (ReaderIdentity, bool) {
 			return ReaderIdentity{}, false
 		}
 		return ReaderIdentity{Kind: KindPostgres, Field: "slotName", Value: s.SlotName}, true
-	case KindKafka:
-		if s.GroupID == "" {
-			return ReaderIdentity{}, false
-		}
-		return ReaderIdentity{Kind: KindKafka, Field: "groupId", Value: s.GroupID}, true
 	}
 	return ReaderIdentity{}, false
 }

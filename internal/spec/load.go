@@ -30,6 +30,10 @@ var InlinePath = field.NewPath("spec", "definition", "inline")
 // It returns the typed view, or nil and every problem found, each under InlinePath; callers that
 // want an error use errs.ToAggregate().
 func Parse(raw []byte) (*Inline, field.ErrorList) {
+	if e := CheckInlineSize(InlinePath, raw); e != nil {
+		e.Detail += ": the definition is bounded so that admitting and rendering it stay cheap; move bulky settings out of it"
+		return nil, field.ErrorList{e}
+	}
 	doc, errs := decodeDocument(raw)
 	if len(errs) > 0 {
 		return nil, errs
@@ -243,7 +247,7 @@ func unknownField(p *field.Path, key string, fields []jsonField) *field.Error {
 	}
 	slices.Sort(names)
 	detail := "unknown field: the coordinator loads the definition strictly and refuses it"
-	if hint, ok := renamed[p.Child(key).String()]; ok {
+	if hint, ok := renamedHint(p.Child(key).String()); ok {
 		detail += "; " + hint
 	}
 	if key == "true" || key == "false" {
@@ -253,10 +257,25 @@ func unknownField(p *field.Path, key string, fields []jsonField) *field.Error {
 	return field.Forbidden(p.Child(key), fmt.Sprintf("%s (fields here: %s)", detail, strings.Join(names, ", ")))
 }
 
-// renamed points users of the fleet's earlier reading of the definition at urutau's fields.
+// renamed points users of the fleet's earlier reading of the definition, and of fields urutau
+// has since removed, at what replaces them.
 var renamed = map[string]string{
 	InlinePath.Child("source", "postgres", "slot").String():        "the replication slot is source.slotName",
 	InlinePath.Child("source", "postgres", "publication").String(): "urutau has no publication setting",
+	InlinePath.Child("source", "groupId").String(): "urutau removed it (spec/spec.go @0b3b110): the kafka source assigns partitions itself and joins no consumer group; " +
+		"its position is kept in the sink",
+	InlinePath.Child("source", "bootstrapServers").String(): "urutau removed it (spec/spec.go @0b3b110): the kafka brokers are source.uri, " +
+		"or the uri of the spec.secrets.source Secret",
+}
+
+// renamedHint finds the hint of a path ignoring case, as the decoder matches keys.
+func renamedHint(path string) (string, bool) {
+	for k, hint := range renamed {
+		if strings.EqualFold(k, path) {
+			return hint, true
+		}
+	}
+	return "", false
 }
 
 // jsonField is one field as encoding/json sees it.

@@ -45,6 +45,9 @@ func TestLoadErrors(t *testing.T) {
 		{name: "column declaration unknown key", raw: string(build(kafkaDoc, set(table0("columns"), doc{"c": doc{"type": "int64", "nullable": true}}))), field: "tables[0].columns[c]", typ: field.ErrorTypeInvalid, detail: "unknown field"},
 		{name: "filter not an object", raw: string(build(mysqlDoc, set(table0("filter"), "status = 'paid'"))), field: "tables[0].filter", typ: field.ErrorTypeTypeInvalid},
 		{name: "filter list not a list", raw: string(build(mysqlDoc, set(table0("filter"), doc{"all": doc{}}))), field: "tables[0].filter.all", typ: field.ErrorTypeTypeInvalid},
+		{name: "source.groupId, removed by urutau", raw: string(build(kafkaDoc, set("source.groupId", "shop"))), field: "source.groupId", typ: field.ErrorTypeForbidden, detail: "joins no consumer group"},
+		{name: "source.bootstrapServers, removed by urutau", raw: string(build(kafkaDoc, set("source.bootstrapServers", "kafka:9092"))), field: "source.bootstrapServers", typ: field.ErrorTypeForbidden, detail: "the kafka brokers are source.uri"},
+		{name: "too large", raw: `{"pipeline":"` + strings.Repeat("p", MaxInlineBytes) + `"}`, typ: field.ErrorTypeTooLong},
 		{name: "predicate col a number", raw: string(build(mysqlDoc, set(table0("filter"), doc{"col": 3, "op": "is_null"}))), field: "tables[0].filter.col", typ: field.ErrorTypeTypeInvalid},
 	}
 	for _, tc := range tests {

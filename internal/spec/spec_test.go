@@ -14,15 +14,23 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// urutauShapes reads testdata/urutau: urutau's own pipeline shapes, as JSON, by file name.
+// urutauShapes reads the pipeline definitions of testdata/urutau (README.md there): the shapes at
+// its top and urutau's examples under examples/, as JSON, by path without .yaml.
 func urutauShapes(t testing.TB) map[string][]byte {
 	t.Helper()
-	files, err := filepath.Glob("testdata/urutau/*.yaml")
-	if err != nil || len(files) == 0 {
+	top, err := filepath.Glob("testdata/urutau/*.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	examples, err := filepath.Glob("testdata/urutau/examples/*.yaml")
+	if err != nil || len(top) == 0 || len(examples) == 0 {
 		t.Fatalf("no shapes: %v", err)
 	}
 	out := map[string][]byte{}
-	for _, f := range files {
+	for _, f := range append(top, examples...) {
+		if filepath.Base(f) == "provenance.yaml" {
+			continue
+		}
 		y, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
@@ -31,12 +39,13 @@ func urutauShapes(t testing.TB) map[string][]byte {
 		if err != nil {
 			t.Fatalf("%s: %v", f, err)
 		}
-		out[strings.TrimSuffix(filepath.Base(f), ".yaml")] = j
+		out[strings.TrimSuffix(strings.TrimPrefix(filepath.ToSlash(f), "testdata/urutau/"), ".yaml")] = j
 	}
 	return out
 }
 
-// TestUrutauShapesParse: every urutau shape parses, with what the renderer reads.
+// TestUrutauShapesParse: every urutau shape and example parses unchanged, with what the renderer
+// reads.
 func TestUrutauShapesParse(t *testing.T) {
 	type view struct {
 		pipeline, sinkType string
@@ -51,8 +60,17 @@ func TestUrutauShapesParse(t *testing.T) {
 		"postgres-slot":          {pipeline: "billing", sinkType: "iceberg+rest", tables: 2, tunnels: true, identity: "postgres slotName billing_slot"},
 		"postgres-discover":      {pipeline: "crm", sinkType: "iceberg+rest", discovers: true, maintenance: true, identity: "postgres slotName crm_slot"},
 		"clickhouse":             {pipeline: "analytics", sinkType: "clickhouse", tables: 1, identity: "mysql serverId 2201"},
-		"couchbase-kafka":        {pipeline: "carts", sinkType: "couchbase", tables: 1, identity: "kafka groupId carts-urutau"},
-		"kafka-default-sink":     {pipeline: "orders-stream", sinkType: "iceberg+rest", tables: 1, identity: "kafka groupId orders-stream"},
+		"couchbase-kafka":        {pipeline: "carts", sinkType: "couchbase", tables: 1},
+		"kafka-default-sink":     {pipeline: "orders-stream", sinkType: "iceberg+rest", tables: 1},
+
+		"examples/distributed":            {pipeline: "e2e", sinkType: "iceberg+rest", tables: 1, identity: "mysql serverId 1101"},
+		"examples/iceberg-maintenance":    {pipeline: "e2e-mysql-maintenance", sinkType: "iceberg+rest", tables: 1, maintenance: true, identity: "mysql serverId 1102"},
+		"examples/kafka-avro-nested":      {pipeline: "e2e-kafka-avro", sinkType: "iceberg+rest", tables: 1},
+		"examples/mysql-clickhouse":       {pipeline: "e2e-mysql-clickhouse", sinkType: "clickhouse", tables: 1, identity: "mysql serverId 1101"},
+		"examples/mysql-couchbase":        {pipeline: "e2e-mysql-couchbase", sinkType: "couchbase", tables: 1, identity: "mysql serverId 1101"},
+		"examples/mysql-iceberg-timezone": {pipeline: "e2e-mysql-timezone", sinkType: "iceberg+rest", tables: 1, identity: "mysql serverId 1102"},
+		"examples/mysql-iceberg":          {pipeline: "e2e-mysql", sinkType: "iceberg+rest", tables: 1, identity: "mysql serverId 1101"},
+		"examples/postgres-iceberg":       {pipeline: "e2e-postgres", sinkType: "iceberg+rest", tables: 1, identity: "postgres slotName urutau_e2e"},
 	}
 	shapes := urutauShapes(t)
 	if len(shapes) != len(want) {
@@ -146,8 +164,9 @@ func TestIdentity(t *testing.T) {
 		{name: "mysql default", raw: build(mysqlDoc, del("source.serverId")), want: ReaderIdentity{"mysql", "serverId", DefaultMySQLServerID}, ok: true},
 		{name: "postgres slotName", raw: build(postgresDoc), want: ReaderIdentity{"postgres", "slotName", "shop_slot"}, ok: true},
 		{name: "postgres ignores a serverId", raw: build(postgresDoc, set("source.serverId", "7")), want: ReaderIdentity{"postgres", "slotName", "shop_slot"}, ok: true},
-		{name: "kafka groupId", raw: build(kafkaDoc), want: ReaderIdentity{"kafka", "groupId", "shop"}, ok: true},
-		{name: "kafka without groupId", raw: build(kafkaDoc, del("source.groupId")), ok: false},
+		// The kafka coordinator joins no consumer group (urutau spec/spec.go @0b3b110 has no
+		// groupId): any number of pipelines may read one topic.
+		{name: "kafka has none", raw: build(kafkaDoc), ok: false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

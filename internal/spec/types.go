@@ -3,19 +3,14 @@ package spec
 // The typed view of spec.definition.inline. Every type, field name, JSON name and Go kind mirrors
 // urutau's spec package (repository maltzsama/urutau), because the coordinator decodes
 // pipeline.yaml into exactly these shapes with unknown fields disallowed: a string where it wants a
-// number, or a key it does not know, stops it at boot. Sources, newest readable versions:
+// number, or a key it does not know, stops it at boot. The revisions followed, file by file, are
+// listed in doc.go and testdata/urutau/provenance.yaml:
 //
-//   - spec/spec.go (the version with WorkerSpec.Max, #312, and WorkerGroupPrefix): every field
-//     below unless noted otherwise;
-//   - spec/kafka.go @23cc2d1: Source.Kafka (KafkaSource, KafkaTLS, KafkaSASL, #598);
-//   - spec/validate_kafka.go @23cc2d1: Source.OnDecodeError;
-//   - spec/validate_truncate.go @d3f0a1d: Source.OnTruncate;
-//   - api/v1alpha1/types.go @1e5656b (its Secrets.SchemaRegistryTLS comment):
-//     Source.SchemaRegistryAuth {ca, cert, key};
+//   - spec/spec.go @0b3b110: every field below unless noted otherwise. That revision has no
+//     source.bootstrapServers and no source.groupId any more: the Kafka source reads its brokers
+//     from source.uri and assigns partitions itself, joining no consumer group;
+//   - spec/kafka.go @625e329: KafkaSource, KafkaTLS, KafkaSASL (#598) and SchemaRegistryAuth;
 //   - spec/filter.go, spec/columndecl.go and core/meta.go: Filter, ColumnDecl, MetadataColumn.
-//
-// The JSON names of the last four Source fields are the paths urutau's own error messages use for
-// them; no stored spec.go carries those fields yet, so their names are read from the validators.
 
 // Inline is the pipeline definition: urutau's spec.Spec.
 type Inline struct {
@@ -37,15 +32,14 @@ type Source struct {
 	// SlotName is the Postgres logical replication slot, required for postgres.
 	SlotName             string `json:"slotName,omitempty"`
 	SnapshotMode         string `json:"snapshotMode,omitempty"`
-	BootstrapServers     string `json:"bootstrapServers,omitempty"`
-	GroupID              string `json:"groupId,omitempty"`
 	MaxReconnectAttempts int    `json:"maxReconnectAttempts,omitempty"`
 	// PartitionedByPrimaryKey asserts the Kafka topics are partitioned by the key; required for an
 	// upsert from kafka.
 	PartitionedByPrimaryKey bool   `json:"partitionedByPrimaryKey,omitempty"`
 	Format                  string `json:"format,omitempty"`
 	SchemaRegistry          string `json:"schemaRegistry,omitempty"`
-	// SchemaRegistryAuth names PEM files under the schema-registry-tls mount (#598).
+	// SchemaRegistryAuth authenticates to the schema registry: basic auth, and PEM files under the
+	// schema-registry-tls mount.
 	SchemaRegistryAuth *SchemaRegistryAuth `json:"schemaRegistryAuth,omitempty"`
 	// OnDecodeError is the kafka decode-error policy: fail or skip.
 	OnDecodeError string `json:"onDecodeError,omitempty"`
@@ -72,6 +66,9 @@ type PostgresSource struct {
 	// Discover replaces the tables list with every table the user may read (#152).
 	Discover bool       `json:"discover,omitempty"`
 	CDC      *CDCConfig `json:"cdc,omitempty"`
+	// ReplicaIdentity is what the coordinator does to the tables' REPLICA IDENTITY: full (the
+	// default: set FULL where it is not) or keep (#571).
+	ReplicaIdentity string `json:"replicaIdentity,omitempty"`
 }
 
 // CDCConfig holds the logical-decoding knobs.
@@ -121,11 +118,15 @@ type KafkaSASL struct {
 	Password  string `json:"password,omitempty"`
 }
 
-// SchemaRegistryAuth names PEM files under the schema-registry-tls mount.
+// SchemaRegistryAuth is the schema registry client's basic auth and TLS; CA, Cert and Key name
+// PEM files under the schema-registry-tls mount.
 type SchemaRegistryAuth struct {
-	CA   string `json:"ca,omitempty"`
-	Cert string `json:"cert,omitempty"`
-	Key  string `json:"key,omitempty"`
+	Username           string `json:"username,omitempty"`
+	Password           string `json:"password,omitempty"`
+	CA                 string `json:"ca,omitempty"`
+	Cert               string `json:"cert,omitempty"`
+	Key                string `json:"key,omitempty"`
+	InsecureSkipVerify bool   `json:"insecureSkipVerify,omitempty"`
 }
 
 // Sink is where the pipeline writes.
@@ -144,8 +145,11 @@ type Sink struct {
 	// CommitMode is couchbase-only: fast or atomic.
 	CommitMode string `json:"commitMode,omitempty"`
 	// EvolveSchema and Maintenance are iceberg-only.
-	EvolveSchema bool         `json:"evolveSchema,omitempty"`
-	Maintenance  *Maintenance `json:"maintenance,omitempty"`
+	EvolveSchema bool `json:"evolveSchema,omitempty"`
+	// DeleteMode is how an Iceberg upsert removes a row's old version: equality (the default) or
+	// positional, which only the Iceberg sink writes.
+	DeleteMode  string       `json:"deleteMode,omitempty"`
+	Maintenance *Maintenance `json:"maintenance,omitempty"`
 }
 
 // MaintenanceEnabled reports whether background table maintenance is on: a maintenance block with
@@ -198,9 +202,10 @@ type Table struct {
 	WriteMode   string   `json:"writeMode,omitempty"`
 	OnDelete    string   `json:"onDelete,omitempty"`
 	// Identity names the transport metadata columns of an append-idempotent table.
-	Identity          []string              `json:"identity,omitempty"`
-	Workers           *Workers              `json:"workers,omitempty"`
-	CreateIfNotExists bool                  `json:"createIfNotExists,omitempty"`
+	Identity []string `json:"identity,omitempty"`
+	Workers  *Workers `json:"workers,omitempty"`
+	// CreateIfNotExists unset means true: the coordinator creates a missing target table.
+	CreateIfNotExists *bool                 `json:"createIfNotExists,omitempty"`
 	FilterImmutable   bool                  `json:"filterImmutable,omitempty"`
 	Metadata          []MetadataColumn      `json:"metadata,omitempty"`
 	Cast              map[string]string     `json:"cast,omitempty"`

@@ -9,10 +9,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-// validate applies the coordinator's own rules (urutau spec/validate.go, newest readable version:
-// the one with WithoutCredentials, workers.max and the Postgres source block; plus
-// spec/validate_kafka.go @23cc2d1, spec/validate_truncate.go @d3f0a1d and
-// spec/validate_evolve.go @909f871) as urutau's admission webhook runs them: without the
+// validate applies the coordinator's own rules (urutau spec/validate.go @0b3b110, with
+// spec/duration.go @25985fb, spec/validate_kafka.go @625e329, spec/validate_truncate.go @d3f0a1d
+// and spec/validate_evolve.go @909f871) as urutau's admission webhook runs them: without the
 // credential rules, so source.uri and sink.uri may be empty. It sets an empty sink.type to
 // DefaultSinkType first, as urutau's Validate does.
 func (in *Inline) validate() field.ErrorList {
@@ -93,6 +92,7 @@ func validateKafkaSource(s *Source, p *field.Path) field.ErrorList {
 	if s.OnDecodeError != "" && s.Kind != KindKafka {
 		errs = append(errs, field.Forbidden(p.Child("onDecodeError"), "only valid for kind kafka"))
 	}
+	errs = append(errs, validateSchemaRegistryAuth(s.SchemaRegistryAuth, p.Child("schemaRegistryAuth"))...)
 	k := s.Kafka
 	if k == nil {
 		return errs
@@ -111,6 +111,22 @@ func validateKafkaSource(s *Source, p *field.Path) field.ErrorList {
 		if sa.Username == "" || sa.Password == "" {
 			errs = append(errs, field.Required(kp.Child("sasl"), "username and password are required"))
 		}
+	}
+	return errs
+}
+
+// validateSchemaRegistryAuth: basic auth needs both username and password, a client certificate
+// both cert and key.
+func validateSchemaRegistryAuth(a *SchemaRegistryAuth, p *field.Path) field.ErrorList {
+	if a == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	if a.Username == "" || a.Password == "" {
+		errs = append(errs, field.Required(p, "username and password are required (the registry's basic auth)"))
+	}
+	if (a.Cert == "") != (a.Key == "") {
+		errs = append(errs, field.Invalid(p, "<object>", "cert and key must be set together"))
 	}
 	return errs
 }
@@ -157,6 +173,9 @@ func validatePostgresSource(pg *PostgresSource, p *field.Path) field.ErrorList {
 		if c.InitialWaitTime != 0 && c.InitialWaitTime < 30 {
 			errs = append(errs, field.Invalid(p.Child("cdc", "initialWaitTime"), c.InitialWaitTime, "must be at least 30 seconds"))
 		}
+	}
+	if !isOneOf(pg.ReplicaIdentity, "", "full", "keep") {
+		errs = append(errs, field.NotSupported(p.Child("replicaIdentity"), pg.ReplicaIdentity, []string{"full", "keep"}))
 	}
 	if ssl := pg.SSL; ssl != nil {
 		errs = append(errs, validateSSL(ssl, p.Child("ssl"))...)
@@ -221,7 +240,23 @@ func validateSink(s *Sink, p *field.Path) field.ErrorList {
 	if s.EvolveSchema && !isIcebergFamily(s.Type) {
 		errs = append(errs, field.Forbidden(p.Child("evolveSchema"), fmt.Sprintf("only the Iceberg sink evolves the target schema, not sink.type %q", s.Type)))
 	}
+	errs = append(errs, validateDeleteMode(s.DeleteMode, s.Type, p.Child("deleteMode"))...)
 	return append(errs, validateMaintenance(s.Maintenance, s.Type, p.Child("maintenance"))...)
+}
+
+// validateDeleteMode: equality (the default) or positional, and positional deletes (deletion
+// vectors) only on the Iceberg sink.
+func validateDeleteMode(mode, sinkType string, p *field.Path) field.ErrorList {
+	switch mode {
+	case "", "equality":
+		return nil
+	case "positional":
+		if !isIcebergFamily(sinkType) {
+			return field.ErrorList{field.Forbidden(p, fmt.Sprintf("only the Iceberg sink writes positional deletes, not sink.type %q", sinkType))}
+		}
+		return nil
+	}
+	return field.ErrorList{field.NotSupported(p, mode, []string{"equality", "positional"})}
 }
 
 func validateMaintenance(m *Maintenance, sinkType string, p *field.Path) field.ErrorList {
@@ -233,7 +268,7 @@ func validateMaintenance(m *Maintenance, sinkType string, p *field.Path) field.E
 	}
 	var errs field.ErrorList
 	if c := m.Compaction; c != nil {
-		errs = append(errs, duration(p.Child("compaction", "interval"), c.Interval, "5m")...)
+		errs = append(errs, positiveDuration(p.Child("compaction", "interval"), c.Interval, "5m")...)
 		if v := c.TargetFileSize; v != "" {
 			if err := checkBytes(v); err != nil {
 				errs = append(errs, field.Invalid(p.Child("compaction", "targetFileSize"), v, err.Error()))
@@ -241,26 +276,51 @@ func validateMaintenance(m *Maintenance, sinkType string, p *field.Path) field.E
 		}
 	}
 	if e := m.SnapshotExpiry; e != nil {
-		errs = append(errs, duration(p.Child("snapshotExpiry", "interval"), e.Interval, "10m")...)
-		errs = append(errs, duration(p.Child("snapshotExpiry", "maxAge"), e.MaxAge, "168h")...)
+		errs = append(errs, positiveDuration(p.Child("snapshotExpiry", "interval"), e.Interval, "10m")...)
+		errs = append(errs, positiveDuration(p.Child("snapshotExpiry", "maxAge"), e.MaxAge, "168h")...)
 		if e.RetainLast < 0 {
 			errs = append(errs, field.Invalid(p.Child("snapshotExpiry", "retainLast"), e.RetainLast, "must be positive"))
 		}
 	}
 	if o := m.OrphanCleanup; o != nil {
-		errs = append(errs, duration(p.Child("orphanCleanup", "interval"), o.Interval, "1h")...)
-		errs = append(errs, duration(p.Child("orphanCleanup", "olderThan"), o.OlderThan, "72h")...)
+		errs = append(errs, positiveDuration(p.Child("orphanCleanup", "interval"), o.Interval, "1h")...)
+		errs = append(errs, orphanWindow(p.Child("orphanCleanup", "olderThan"), o.OlderThan)...)
 	}
 	return errs
 }
 
-// duration checks an optional Go duration.
-func duration(p *field.Path, v, example string) field.ErrorList {
+// MinOrphanCleanupOlderThan is the shortest orphan-cleanup window urutau accepts: a data file no
+// snapshot references yet may be a worker's staged file waiting for the coordinator's commit.
+const MinOrphanCleanupOlderThan = time.Hour
+
+// orphanWindow checks orphanCleanup.olderThan: a duration of at least MinOrphanCleanupOlderThan.
+func orphanWindow(p *field.Path, v string) field.ErrorList {
 	if v == "" {
 		return nil
 	}
-	if _, err := time.ParseDuration(v); err != nil {
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return field.ErrorList{field.Invalid(p, v, "is not a duration (e.g. 72h)")}
+	}
+	if d < MinOrphanCleanupOlderThan {
+		return field.ErrorList{field.Invalid(p, v, fmt.Sprintf("is below the %s minimum: files a commit has not referenced yet (a worker's staged files waiting for the coordinator's commit) would be taken for orphans and deleted", MinOrphanCleanupOlderThan))}
+	}
+	return nil
+}
+
+// positiveDuration checks an optional Go duration that must be above zero: the coordinator
+// replaces a zero or negative one by its default, so it would look configured and do nothing
+// (#503).
+func positiveDuration(p *field.Path, v, example string) field.ErrorList {
+	if v == "" {
+		return nil
+	}
+	d, err := time.ParseDuration(v)
+	switch {
+	case err != nil:
 		return field.ErrorList{field.Invalid(p, v, "is not a duration (e.g. "+example+")")}
+	case d <= 0:
+		return field.ErrorList{field.Invalid(p, v, "must be a positive duration (e.g. "+example+"): zero or negative would silently mean the default")}
 	}
 	return nil
 }

@@ -219,11 +219,11 @@ func validateEnrich(list []Enrich, p *field.Path) field.ErrorList {
 		if !isOneOf(e.OnColdStart, "", "buffer", "pass", "drop") {
 			errs = append(errs, field.NotSupported(ep.Child("onColdStart"), e.OnColdStart, []string{"buffer", "pass", "drop"}))
 		}
-		errs = append(errs, duration(ep.Child("refresh"), e.Refresh, "5m")...)
+		errs = append(errs, positiveDuration(ep.Child("refresh"), e.Refresh, "5m")...)
 		if e.BufferLimits.MaxEvents < 0 {
 			errs = append(errs, field.Invalid(ep.Child("bufferLimits", "maxEvents"), e.BufferLimits.MaxEvents, "must be positive"))
 		}
-		errs = append(errs, duration(ep.Child("bufferLimits", "maxWait"), e.BufferLimits.MaxWait, "30s")...)
+		errs = append(errs, positiveDuration(ep.Child("bufferLimits", "maxWait"), e.BufferLimits.MaxWait, "30s")...)
 		switch {
 		case e.MaxRows < 0:
 			errs = append(errs, field.Invalid(ep.Child("maxRows"), e.MaxRows, "must be positive"))

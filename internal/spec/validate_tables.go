@@ -2,9 +2,11 @@ package spec
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -42,10 +44,10 @@ func (in *Inline) validateTables() field.ErrorList {
 	if m := in.Sink.Defaults.WriteMode; m != "" && !isOneOf(m, writeModes...) && slices.ContainsFunc(in.Tables, func(t Table) bool { return t.WriteMode == "" }) {
 		errs = append(errs, field.NotSupported(InlinePath.Child("sink", "defaults", "writeMode"), m, writeModes))
 	}
-	seenSource, seenTarget := map[string]int{}, map[string]int{}
+	seen := tableNames{source: map[string]int{}, target: map[string]int{}, group: map[string]int{}}
 	for i, t := range in.Tables {
 		p := tp.Index(i)
-		errs = append(errs, in.validateTableNames(t, p, i, seenSource, seenTarget)...)
+		errs = append(errs, in.validateTableNames(t, p, i, seen)...)
 		errs = append(errs, validateWorkers(t, p.Child("workers"))...)
 		errs = append(errs, validateSyncMode(t, p)...)
 		errs = append(errs, in.validateWriteMode(t, p)...)
@@ -61,32 +63,58 @@ func (in *Inline) validateTables() field.ErrorList {
 	return errs
 }
 
-func (in *Inline) validateTableNames(t Table, p *field.Path, i int, seenSource, seenTarget map[string]int) field.ErrorList {
+// tableNames are the names seen so far, each with the index of the table that has it.
+type tableNames struct {
+	source, target, group map[string]int
+}
+
+func (in *Inline) validateTableNames(t Table, p *field.Path, i int, seen tableNames) field.ErrorList {
 	var errs field.ErrorList
 	if t.Source == "" {
 		errs = append(errs, field.Required(p.Child("source"), "the source table, e.g. shop.orders"))
-	} else if j, dup := seenSource[t.Source]; dup {
+	} else if j, dup := seen.source[t.Source]; dup {
 		errs = append(errs, duplicate(p.Child("source"), t.Source, j))
 	} else {
-		seenSource[t.Source] = i
+		seen.source[t.Source] = i
 	}
 	switch {
 	case t.Target == "":
 		errs = append(errs, field.Required(p.Child("target"), "the target table, e.g. raw.orders"))
 	case in.Sink.Type == SinkIcebergREST && hasEmptyPathComponent(t.Target):
 		errs = append(errs, field.Invalid(p.Child("target"), t.Target, "has an empty path component (a namespace level or the table name cannot be blank)"))
-	}
-	if t.Target != "" {
-		if j, dup := seenTarget[t.Target]; dup {
-			errs = append(errs, duplicate(p.Child("target"), t.Target, j))
-		} else {
-			seenTarget[t.Target] = i
-		}
+	default:
+		errs = append(errs, in.validateTargetNames(t.Target, p.Child("target"), i, seen)...)
 	}
 	if t.ChunkColumn != "" && !slices.Contains(t.PrimaryKey, t.ChunkColumn) {
 		errs = append(errs, field.Invalid(p.Child("chunkColumn"), t.ChunkColumn, "is not a primary-key column (chunking must follow the key)"))
 	}
 	return errs
+}
+
+// validateTargetNames checks what the coordinator and the hub derive from a target: it must be
+// unique, and so must its worker group name (urutau: targets that differ only in punctuation,
+// raw.orders and raw-orders, would share one worker StatefulSet). The hub adds what the API server
+// would refuse later, when the ConfigMap is applied or when the coordinator creates the table's
+// workers: the worker pod template key, and the urutau.io/table label of the worker pods.
+func (in *Inline) validateTargetNames(target string, p *field.Path, i int, seen tableNames) field.ErrorList {
+	if j, dup := seen.target[target]; dup {
+		return field.ErrorList{duplicate(p, target, j)}
+	}
+	seen.target[target] = i
+	group := WorkerGroupPrefix(in.Pipeline, target)
+	if j, dup := seen.group[group]; dup {
+		return field.ErrorList{field.Invalid(p, target, fmt.Sprintf(
+			"maps to the same worker group name %q as tables[%d]: targets must differ beyond punctuation and case", group, j))}
+	}
+	seen.group[group] = i
+	if msgs := validation.IsConfigMapKey(WorkerPodTemplateKey(target)); len(msgs) > 0 {
+		return field.ErrorList{field.Invalid(p, target, fmt.Sprintf(
+			"cannot name the worker pod template %q in the coordinator's ConfigMap: %s", WorkerPodTemplateKey(target), strings.Join(msgs, "; ")))}
+	}
+	if msgs := validation.IsValidLabelValue(target); len(msgs) > 0 {
+		return field.ErrorList{field.Invalid(p, target, "is the urutau.io/table label of the table's worker pods, so it must be a label value: "+strings.Join(msgs, "; "))}
+	}
+	return nil
 }
 
 func duplicate(p *field.Path, v string, first int) *field.Error {
@@ -111,7 +139,16 @@ func validateWorkers(t Table, p *field.Path) field.ErrorList {
 		errs = append(errs, field.Invalid(p.Child("max"), w.Max,
 			fmt.Sprintf("is below workers.number (%d): autoscaling never drops below the configured count", t.WorkerCount())))
 	}
-	return errs
+	// Replica counts are int32 in the StatefulSet and the ScaledObject.
+	if w.Number > math.MaxInt32 {
+		errs = append(errs, field.Invalid(p.Child("number"), w.Number, "must fit in 32 bits (a StatefulSet's replica count)"))
+	}
+	if w.Max > math.MaxInt32 {
+		errs = append(errs, field.Invalid(p.Child("max"), w.Max, "must fit in 32 bits (a ScaledObject's replica count)"))
+	}
+	// urutau's own webhook checks these as quantities (#575); they become the workers' requests.
+	errs = append(errs, checkQuantity(p.Child("cpu"), w.CPU)...)
+	return append(errs, checkQuantity(p.Child("memory"), w.Memory)...)
 }
 
 // validateSyncMode: a cursor column selects incremental, and only incremental carries one.

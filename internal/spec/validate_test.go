@@ -63,6 +63,11 @@ func sourceCases() []ruleCase {
 		{name: "ssh port", base: postgresBlockDoc, change: fs(set("source.postgres.ssh", doc{"host": "b", "port": -1, "username": "u", "privateKey": "/k"})), field: "source.postgres.ssh.port", typ: field.ErrorTypeInvalid},
 		{name: "ssh username required", base: postgresBlockDoc, change: fs(set("source.postgres.ssh", doc{"host": "b", "privateKey": "/k"})), field: "source.postgres.ssh.username", typ: field.ErrorTypeRequired},
 		{name: "ssh key or password", base: postgresBlockDoc, change: fs(set("source.postgres.ssh", doc{"host": "b", "username": "u"})), field: "source.postgres.ssh", typ: field.ErrorTypeRequired},
+		// urutau validate.go @0b3b110: source.postgres.replicaIdentity (#571).
+		{name: "postgres replicaIdentity (#571)", base: postgresBlockDoc, change: fs(set("source.postgres.replicaIdentity", "default")), field: "source.postgres.replicaIdentity", typ: field.ErrorTypeNotSupported, detail: `"full", "keep"`},
+		// urutau validate_kafka.go @625e329: validateSchemaRegistryAuth.
+		{name: "schemaRegistryAuth basic auth", base: kafkaDoc, change: fs(set("source.schemaRegistryAuth", doc{"ca": "/etc/urutau/schema-registry-tls/ca.crt"})), field: "source.schemaRegistryAuth", typ: field.ErrorTypeRequired},
+		{name: "schemaRegistryAuth cert and key", base: kafkaDoc, change: fs(set("source.schemaRegistryAuth", doc{"username": "u", "password": "p", "cert": "/c"})), field: "source.schemaRegistryAuth", typ: field.ErrorTypeInvalid},
 	}
 }
 
@@ -89,6 +94,18 @@ func sinkCases() []ruleCase {
 		{name: "snapshotExpiry retainLast", base: mysqlDoc, change: fs(maint(doc{"snapshotExpiry": doc{"retainLast": -1}})), field: "sink.maintenance.snapshotExpiry.retainLast", typ: field.ErrorTypeInvalid},
 		{name: "orphanCleanup interval", base: mysqlDoc, change: fs(maint(doc{"orphanCleanup": doc{"interval": "hourly"}})), field: "sink.maintenance.orphanCleanup.interval", typ: field.ErrorTypeInvalid},
 		{name: "orphanCleanup olderThan", base: mysqlDoc, change: fs(maint(doc{"orphanCleanup": doc{"olderThan": "3d"}})), field: "sink.maintenance.orphanCleanup.olderThan", typ: field.ErrorTypeInvalid},
+		// urutau validate.go @0b3b110 and duration.go @25985fb: positiveDuration (#503).
+		{name: "compaction interval zero (#503)", base: mysqlDoc, change: fs(maint(doc{"compaction": doc{"interval": "0s"}})), field: "sink.maintenance.compaction.interval", typ: field.ErrorTypeInvalid, detail: "positive duration"},
+		{name: "snapshotExpiry interval negative (#503)", base: mysqlDoc, change: fs(maint(doc{"snapshotExpiry": doc{"interval": "-5m"}})), field: "sink.maintenance.snapshotExpiry.interval", typ: field.ErrorTypeInvalid, detail: "positive duration"},
+		{name: "snapshotExpiry maxAge zero (#503)", base: mysqlDoc, change: fs(maint(doc{"snapshotExpiry": doc{"maxAge": "0s"}})), field: "sink.maintenance.snapshotExpiry.maxAge", typ: field.ErrorTypeInvalid, detail: "positive duration"},
+		{name: "snapshotExpiry maxAge negative (#503)", base: mysqlDoc, change: fs(maint(doc{"snapshotExpiry": doc{"maxAge": "-5m"}})), field: "sink.maintenance.snapshotExpiry.maxAge", typ: field.ErrorTypeInvalid, detail: "positive duration"},
+		{name: "orphanCleanup interval zero (#503)", base: mysqlDoc, change: fs(maint(doc{"orphanCleanup": doc{"interval": "0s"}})), field: "sink.maintenance.orphanCleanup.interval", typ: field.ErrorTypeInvalid, detail: "positive duration"},
+		// urutau validate.go @0b3b110: MinOrphanCleanupOlderThan, 1h.
+		{name: "orphanCleanup olderThan below 1h", base: mysqlDoc, change: fs(maint(doc{"orphanCleanup": doc{"olderThan": "59m"}})), field: "sink.maintenance.orphanCleanup.olderThan", typ: field.ErrorTypeInvalid, detail: "below the 1h0m0s minimum"},
+		{name: "orphanCleanup olderThan zero", base: mysqlDoc, change: fs(maint(doc{"orphanCleanup": doc{"olderThan": "0s"}})), field: "sink.maintenance.orphanCleanup.olderThan", typ: field.ErrorTypeInvalid, detail: "staged files"},
+		// urutau validate_evolve.go @ca577c0: validateDeleteMode.
+		{name: "deleteMode unknown", base: mysqlDoc, change: fs(set("sink.deleteMode", "vectors")), field: "sink.deleteMode", typ: field.ErrorTypeNotSupported, detail: `"equality", "positional"`},
+		{name: "deleteMode positional iceberg only", base: mysqlDoc, change: fs(set("sink.type", "couchbase"), set("sink.deleteMode", "positional")), field: "sink.deleteMode", typ: field.ErrorTypeForbidden},
 	}
 }
 
@@ -133,6 +150,20 @@ func tableCases() []ruleCase {
 		{name: "columnFilter duplicate", base: mysqlDoc, change: fs(set(table0("columnFilter"), []any{"id", "id"})), field: "tables[0].columnFilter[1]", typ: field.ErrorTypeDuplicate},
 		{name: "columnFilter keeps the key", base: mysqlDoc, change: fs(set(table0("columnFilter"), []any{"total"})), field: "tables[0].columnFilter", typ: field.ErrorTypeInvalid},
 		{name: "chunkColumn is a key column", base: mysqlDoc, change: fs(set(table0("chunkColumn"), "created_at")), field: "tables[0].chunkColumn", typ: field.ErrorTypeInvalid},
+		// urutau validate.go @0b3b110: targets must differ beyond punctuation (one worker group).
+		{name: "targets differ only in punctuation", base: mysqlDoc, change: fs(two, set("tables.1.target", "raw-orders")), field: "tables[1].target", typ: field.ErrorTypeInvalid, detail: `same worker group name "shop-raw-orders" as tables[0]`},
+		{name: "targets differ only in case", base: mysqlDoc, change: fs(two, set("tables.1.target", "RAW.Orders")), field: "tables[1].target", typ: field.ErrorTypeInvalid, detail: "worker group"},
+		// What the API server would refuse once the hub applies the ConfigMap, or once the
+		// coordinator creates the table's worker pods.
+		{name: "target is no ConfigMap key", base: mysqlDoc, change: fs(set(table0("target"), "raw/orders")), field: "tables[0].target", typ: field.ErrorTypeInvalid, detail: "worker-pod-template.raw/orders.yaml"},
+		{name: "target is no label value", base: mysqlDoc, change: fs(set("sink.type", "clickhouse"), set(table0("target"), "orders_")), field: "tables[0].target", typ: field.ErrorTypeInvalid, detail: "urutau.io/table label"},
+		{name: "target too long for a label", base: mysqlDoc, change: fs(set(table0("target"), "raw."+strings.Repeat("o", 60))), field: "tables[0].target", typ: field.ErrorTypeInvalid, detail: "must be no more than 63"},
+		// What the renderer refused, Parse refuses first (one source of truth).
+		{name: "workers.cpu a quantity", base: mysqlDoc, change: fs(set(table0("workers"), doc{"cpu": "lots"})), field: "tables[0].workers.cpu", typ: field.ErrorTypeInvalid},
+		{name: "workers.memory not negative", base: mysqlDoc, change: fs(set(table0("workers"), doc{"memory": "-1Gi"})), field: "tables[0].workers.memory", typ: field.ErrorTypeInvalid},
+		{name: "workers.cpu bounded", base: mysqlDoc, change: fs(set(table0("workers"), doc{"cpu": "1e-999999999"})), field: "tables[0].workers.cpu", typ: field.ErrorTypeInvalid, detail: "exponent"},
+		{name: "workers.number int32", base: mysqlDoc, change: fs(set(table0("workers"), doc{"number": int64(math.MaxInt32) + 1})), field: "tables[0].workers.number", typ: field.ErrorTypeInvalid},
+		{name: "workers.max int32", base: mysqlDoc, change: fs(set(table0("workers"), doc{"max": int64(math.MaxInt32) + 1})), field: "tables[0].workers.max", typ: field.ErrorTypeInvalid},
 	}
 }
 
@@ -205,6 +236,11 @@ func enrichCases() []ruleCase {
 		{name: "enrich refresh", base: mysqlDoc, change: enrich(func(e doc) { e["refresh"] = "daily" }), field: e0("refresh"), typ: field.ErrorTypeInvalid},
 		{name: "enrich maxEvents", base: mysqlDoc, change: enrich(func(e doc) { e["bufferLimits"] = doc{"maxEvents": -1} }), field: e0("bufferLimits", "maxEvents"), typ: field.ErrorTypeInvalid},
 		{name: "enrich maxWait", base: mysqlDoc, change: enrich(func(e doc) { e["bufferLimits"] = doc{"maxWait": "soon"} }), field: e0("bufferLimits", "maxWait"), typ: field.ErrorTypeInvalid},
+		// urutau validate.go @0b3b110: positiveDuration (#503).
+		{name: "enrich refresh zero (#503)", base: mysqlDoc, change: enrich(func(e doc) { e["refresh"] = "0s" }), field: e0("refresh"), typ: field.ErrorTypeInvalid, detail: "positive duration"},
+		{name: "enrich refresh negative (#503)", base: mysqlDoc, change: enrich(func(e doc) { e["refresh"] = "-5m" }), field: e0("refresh"), typ: field.ErrorTypeInvalid, detail: "positive duration"},
+		{name: "enrich maxWait zero (#503)", base: mysqlDoc, change: enrich(func(e doc) { e["bufferLimits"] = doc{"maxWait": "0s"} }), field: e0("bufferLimits", "maxWait"), typ: field.ErrorTypeInvalid, detail: "positive duration"},
+		{name: "enrich maxWait negative (#503)", base: mysqlDoc, change: enrich(func(e doc) { e["bufferLimits"] = doc{"maxWait": "-5m"} }), field: e0("bufferLimits", "maxWait"), typ: field.ErrorTypeInvalid, detail: "positive duration"},
 		{name: "enrich maxRows negative", base: mysqlDoc, change: enrich(func(e doc) { e["maxRows"] = -1 }), field: e0("maxRows"), typ: field.ErrorTypeInvalid},
 		{name: "enrich maxRows int32", base: mysqlDoc, change: enrich(func(e doc) { e["maxRows"] = math.MaxInt32 + 1 }), field: e0("maxRows"), typ: field.ErrorTypeInvalid},
 		{name: "enrich select with semi join", base: mysqlDoc, change: enrich(func(e doc) { e["joinType"] = "left semi" }), field: e0("select"), typ: field.ErrorTypeForbidden},
@@ -247,6 +283,27 @@ func TestValidateRules(t *testing.T) {
 				t.Errorf("error %q does not contain %q", errs[0].Error(), tc.detail)
 			}
 		})
+	}
+}
+
+// TestNewestRulesAccept: what urutau's newest rules accept, Parse accepts.
+func TestNewestRulesAccept(t *testing.T) {
+	long := strings.Repeat("t", 50)
+	for name, raw := range map[string][]byte{
+		"deleteMode equality on couchbase":   build(mysqlDoc, set("sink.type", "couchbase"), set("sink.deleteMode", "equality")),
+		"deleteMode positional on iceberg":   build(mysqlDoc, del("sink.type"), set("sink.deleteMode", "positional")),
+		"replicaIdentity full":               build(postgresBlockDoc, set("source.postgres.replicaIdentity", "full")),
+		"replicaIdentity keep":               build(postgresBlockDoc, set("source.postgres.replicaIdentity", "keep")),
+		"orphanCleanup olderThan 1h":         build(mysqlDoc, set("sink.maintenance", doc{"orphanCleanup": doc{"olderThan": "1h", "interval": "30s"}})),
+		"positive durations":                 build(mysqlDoc, set("sink.maintenance", doc{"compaction": doc{"interval": "1ns"}, "snapshotExpiry": doc{"interval": "1s", "maxAge": "1m"}})),
+		"schemaRegistryAuth with basic auth": build(kafkaDoc, set("source.schemaRegistryAuth", doc{"username": "u", "password": "p", "insecureSkipVerify": true})),
+		"createIfNotExists false":            build(mysqlDoc, set(table0("createIfNotExists"), false)),
+		"two long targets, 43 characters alike": build(mysqlDoc, set("tables", []any{
+			doc{"source": "a", "target": "raw." + long + "_2024", "primaryKey": []any{"id"}},
+			doc{"source": "b", "target": "raw." + long + "_2025", "primaryKey": []any{"id"}},
+		})),
+	} {
+		t.Run(name, func(t *testing.T) { mustParse(t, raw) })
 	}
 }
 

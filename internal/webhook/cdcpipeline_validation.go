@@ -29,7 +29,6 @@ var (
 	kindPath       = sourcePath.Child("kind")
 	serverIDPath   = sourcePath.Child("serverId")
 	slotNamePath   = sourcePath.Child("slotName")
-	groupIDPath    = sourcePath.Child("groupId")
 	sinkTypePath   = inlinePath.Child("sink", "type")
 	warehousePath  = inlinePath.Child("sink", "warehouse")
 	secretsPath    = specPath.Child("secrets")
@@ -125,14 +124,11 @@ func identityPath(ids ...spec.ReaderIdentity) *field.Path {
 }
 
 func identityReason(kind string) string {
-	switch kind {
-	case spec.KindMySQL:
+	if kind == spec.KindMySQL {
 		return "it is the coordinator's MySQL replica identity (unset, the coordinator's default " + spec.DefaultMySQLServerID + "), and changing it under a running stream corrupts replication"
-	case spec.KindPostgres:
-		return "the slot holds the pipeline's position in the WAL: a new slot starts at the current position, so the changes in between are lost, and the old slot keeps retaining WAL on the server"
-	default:
-		return "the consumer group holds the pipeline's place in the topics: a new group starts elsewhere, and the old group's members would split the partitions"
 	}
+	// Postgres: the only other kind with an identity.
+	return "the slot holds the pipeline's position in the WAL: a new slot starts at the current position, so the changes in between are lost, and the old slot keeps retaining WAL on the server"
 }
 
 // identityOf is p's reader identity; ok is false when p has no parseable inline definition or its
@@ -186,7 +182,6 @@ func describeIdentity(id spec.ReaderIdentity) string {
 var uniqueAdvice = map[string]string{
 	spec.KindMySQL:    "set a source.serverId no other pipeline of the hub uses (an unset serverId is the coordinator's default " + spec.DefaultMySQLServerID + ")",
 	spec.KindPostgres: "pick a source.slotName no other pipeline of the hub uses",
-	spec.KindKafka:    "pick a source.groupId no other pipeline of the hub uses",
 }
 
 // inlineSet reports whether the definition carries a non-empty inline document.
@@ -253,8 +248,7 @@ func validateDefinition(d *urutauv1alpha1.Definition) (*spec.Inline, field.Error
 }
 
 // validateInline checks what spec.Parse leaves to its callers: values urutau accepts but the source
-// database refuses (a MySQL server_id 0, a slot name Postgres cannot create), and the tables'
-// worker quantities, which the single-cluster webhook checks as quantities (#575).
+// database refuses (a MySQL server_id 0, a slot name Postgres cannot create).
 func validateInline(in *spec.Inline) field.ErrorList {
 	var errs field.ErrorList
 	if in.Source.Kind == spec.KindMySQL && in.Source.ServerID != "" {
@@ -266,14 +260,6 @@ func validateInline(in *spec.Inline) field.ErrorList {
 	if slot := in.Source.SlotName; in.Source.Kind == spec.KindPostgres && slot != "" && !postgresSlotName.MatchString(slot) {
 		errs = append(errs, field.Invalid(slotNamePath, slot,
 			"must be a Postgres replication slot name: lower-case letters, digits and underscores, at most 63 characters"))
-	}
-	for i, t := range in.Tables {
-		if t.Workers == nil {
-			continue
-		}
-		wp := inlinePath.Child("tables").Index(i).Child("workers")
-		errs = append(errs, validateQuantity(wp.Child("cpu"), t.Workers.CPU)...)
-		errs = append(errs, validateQuantity(wp.Child("memory"), t.Workers.Memory)...)
 	}
 	return errs
 }
@@ -306,14 +292,11 @@ func validateCredentialSources(s urutauv1alpha1.Secrets, in *spec.Inline) field.
 
 // identityWarnings warns when the reader identity is left to a default: a MySQL pipeline without
 // serverId replicates as the coordinator's default server id, which only one pipeline of the hub
-// can hold; a kafka source without groupId has an identity the hub cannot see.
+// can hold.
 func identityWarnings(in *spec.Inline) []string {
-	switch {
-	case in.Source.Kind == spec.KindMySQL && in.Source.ServerID == "":
+	if in.Source.Kind == spec.KindMySQL && in.Source.ServerID == "" {
 		return []string{serverIDPath.String() + " is not set: the coordinator replicates as its default server id " + spec.DefaultMySQLServerID +
 			", which only one pipeline of the hub may use; set a serverId no other pipeline uses"}
-	case in.Source.Kind == spec.KindKafka && in.Source.GroupID == "":
-		return []string{groupIDPath.String() + " is not set: the coordinator picks its own consumer group, which the hub cannot check for uniqueness; set a groupId no other pipeline uses"}
 	}
 	return nil
 }

@@ -46,20 +46,19 @@
 //
 // Reader identity (spec.Inline.Identity), unique across the whole hub (all namespaces): a MySQL
 // source.serverId (compared as a number; unset, the coordinator's default 1101, so only one MySQL
-// pipeline of the hub may leave it unset), a Postgres source.slotName, a Kafka source.groupId
-// when set. Identities of different source kinds never collide. The message names the other
+// pipeline of the hub may leave it unset), a Postgres source.slotName (a Kafka source has
+// none: its coordinator joins no consumer group). Identities of different source kinds never collide. The message names the other
 // pipeline as namespace/name when it is in the same namespace; one in another namespace is another
 // tenant's, and the message only says the identity is taken there. The pipeline itself (same
 // namespace and name) and pipelines being deleted are ignored, and so are pipelines whose inline
-// definition does not parse (they run nothing). A MySQL source without serverId and a Kafka source
-// without groupId are warned about. The check reads the pipelines that share the identity through
+// definition does not parse (they run nothing). A MySQL source without serverId is warned about. The check reads the pipelines that share the identity through
 // a field index of the hub's cache (IdentityIndex; with --watch-namespaces, which scopes that
 // cache, it lists every pipeline live instead) on CREATE, and on UPDATE only when the identity
 // changed, which the immutability rules below allow only when the old object had no parseable
 // definition. A failed read is a rejection. Two CREATEs racing with the same identity can both
 // pass: admission is not a lock (the hub's lease per identity is).
 //
-// Limits (limits.go): spec.definition.inline at most coordinator.MaxInlineBytes, refused before
+// Limits (limits.go): spec.definition.inline at most spec.MaxInlineBytes, refused before
 // anything parses it.
 //
 // Tenancy (tenancy.go, internal/tenancy): a CDCPipeline in a system namespace of the hub is
@@ -78,7 +77,7 @@
 //   - the reader identity: source.serverId of MySQL (unset and "1101" are the same value, so are
 //     "42" and "042"), source.slotName of Postgres (the slot holds the pipeline's position in the
 //     WAL; a new slot starts at the current position, so changes in between are lost, and the old
-//     slot keeps retaining WAL on the server), source.groupId of Kafka.
+//     slot keeps retaining WAL on the server).
 //   - definition.inline.sink.type (an unset type and iceberg+rest are the same) and
 //     sink.warehouse: the pipeline continues from its replication position, so a new destination
 //     would silently miss everything written before the switch, and the old one is orphaned. A new

@@ -71,7 +71,7 @@ func (v *CDCPipelineValidator) uniqueness(ctx context.Context, p *urutauv1alpha1
 	candidates, err := v.uniquenessCandidates(ctx, p)
 	if err != nil {
 		return nil, apierrors.NewInternalError(fmt.Errorf(
-			"cannot check that the source identity (MySQL serverId, Postgres slotName, Kafka groupId) is unique across the hub: listing CDCPipelines in all namespaces: %w; retry, and if it persists check the webhook's RBAC (list cdcpipelines cluster-wide)", err))
+			"cannot check that the source identity (MySQL serverId, Postgres slotName) is unique across the hub: listing CDCPipelines in all namespaces: %w; retry, and if it persists check the webhook's RBAC (list cdcpipelines cluster-wide)", err))
 	}
 	var own, others []urutauv1alpha1.CDCPipeline
 	for _, o := range candidates {

@@ -3,6 +3,7 @@ package webhook
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -53,6 +54,35 @@ func secretsFor(name string, inline []byte) urutauv1alpha1.Secrets {
 	return s
 }
 
+// admitAndRender creates the pipeline of the definition in file f on the hub, checks that the
+// stored definition parses and renders, and deletes it again (several of urutau's MySQL pipelines
+// replicate as server id 1101: one at a time).
+func admitAndRender(ctx SpecContext, ns, name, f string) *spec.Inline {
+	y, err := os.ReadFile(f)
+	Expect(err).NotTo(HaveOccurred())
+	j, err := yaml.YAMLToJSON(y)
+	Expect(err).NotTo(HaveOccurred())
+	p := &urutauv1alpha1.CDCPipeline{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: urutauv1alpha1.CDCPipelineSpec{
+			PipelineSpec: urutauv1alpha1.PipelineSpec{
+				Definition: urutauv1alpha1.Definition{Inline: &runtime.RawExtension{Raw: j}},
+				Secrets:    secretsFor(name, j),
+			},
+			Placement: urutauv1alpha1.Placement{Clusters: []string{"east"}},
+		},
+	}
+	Expect(k8sClient.Create(ctx, p)).To(Succeed(), "%s was refused", name)
+
+	var stored urutauv1alpha1.CDCPipeline
+	Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(p), &stored)).To(Succeed())
+	in, errs := spec.Parse(stored.Spec.Definition.Inline.Raw)
+	Expect(errs).To(BeEmpty())
+	renders(Default, &stored)
+	Expect(k8sClient.Delete(ctx, &stored)).To(Succeed())
+	return in
+}
+
 // What a user migrating from the single-cluster operator applies: urutau's sample CR and the
 // pipeline shapes of urutau's own tests and docs, one for each source kind, discovery and each
 // registered sink. Admitted by the webhook on a real API server, and rendered from what the API
@@ -64,41 +94,27 @@ var _ = Describe("urutau's own pipelines", func() {
 	It("admits and renders every shape: MySQL, Postgres with slotName, discovery, each registered sink", func(ctx SpecContext) {
 		files, err := filepath.Glob(filepath.Join(urutauShapesDir, "*.yaml"))
 		Expect(err).NotTo(HaveOccurred())
+		files = slices.DeleteFunc(files, func(f string) bool { return filepath.Base(f) == "provenance.yaml" })
 		Expect(files).To(HaveLen(7))
 		sinks := map[string]bool{}
 		for _, f := range files {
-			name := strings.TrimSuffix(filepath.Base(f), ".yaml")
-			y, err := os.ReadFile(f)
-			Expect(err).NotTo(HaveOccurred())
-			j, err := yaml.YAMLToJSON(y)
-			Expect(err).NotTo(HaveOccurred())
-			p := &urutauv1alpha1.CDCPipeline{
-				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-				Spec: urutauv1alpha1.CDCPipelineSpec{
-					PipelineSpec: urutauv1alpha1.PipelineSpec{
-						Definition: urutauv1alpha1.Definition{Inline: &runtime.RawExtension{Raw: j}},
-						Secrets:    secretsFor(name, j),
-					},
-					Placement: urutauv1alpha1.Placement{Clusters: []string{"east"}},
-				},
-			}
-			Expect(k8sClient.Create(ctx, p)).To(Succeed(), "%s was refused", name)
-
-			var stored urutauv1alpha1.CDCPipeline
-			Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(p), &stored)).To(Succeed())
-			in, errs := spec.Parse(stored.Spec.Definition.Inline.Raw)
-			Expect(errs).To(BeEmpty())
+			in := admitAndRender(ctx, ns, strings.TrimSuffix(filepath.Base(f), ".yaml"), f)
 			sinks[in.Sink.Type] = true
-			renders(Default, &stored)
-
-			// Two of the MySQL shapes replicate as server id 1101 (one by default): one at a time.
-			Expect(k8sClient.Delete(ctx, &stored)).To(Succeed())
 		}
 		Expect(sinks).To(HaveLen(len(spec.SinkTypes)), "every registered sink has a shape")
 	})
 
+	It("admits and renders every pipeline of urutau's examples/ as written", func(ctx SpecContext) {
+		files, err := filepath.Glob(filepath.Join(urutauShapesDir, "examples", "*.yaml"))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(files).To(HaveLen(8))
+		for _, f := range files {
+			admitAndRender(ctx, ns, "ex-"+strings.TrimSuffix(filepath.Base(f), ".yaml"), f)
+		}
+	})
+
 	It("admits urutau's sample CDCPipeline as it is written, pruning the fields its CRD no longer has", func(ctx SpecContext) {
-		y, err := os.ReadFile(filepath.Join("testdata", "urutau-sample-cdcpipeline.yaml"))
+		y, err := os.ReadFile(filepath.Join(urutauShapesDir, "samples", "cdcpipeline.yaml"))
 		Expect(err).NotTo(HaveOccurred())
 		u := &unstructured.Unstructured{}
 		Expect(yaml.Unmarshal(y, &u.Object)).To(Succeed())

@@ -1,15 +1,18 @@
-package coordinator
+package spec
 
 import (
 	"fmt"
 	"strconv"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-// Bounds the renderer enforces itself, whatever admitted the CDCPipeline (the webhook may be off,
-// and a CRD of an older release had no CEL rules): cheap to send, expensive to process otherwise.
+// Bounds the hub enforces on what it parses, whatever admitted the CDCPipeline (the webhook may be
+// off, and a CRD of an older release had no CEL rules): cheap to send, expensive to process
+// otherwise. Parse applies them to the definition; the renderer and the webhook to the CR's own
+// quantities.
 const (
 	// MaxInlineBytes bounds spec.definition.inline, which every render and every admission parses.
 	MaxInlineBytes = 128 << 10
@@ -58,6 +61,24 @@ func exponentBeyond(v string, limit int) bool {
 func CheckInlineSize(p *field.Path, raw []byte) *field.Error {
 	if len(raw) > MaxInlineBytes {
 		return field.TooLong(p, fmt.Sprintf("<%d bytes>", len(raw)), MaxInlineBytes)
+	}
+	return nil
+}
+
+// checkQuantity checks an optional resource quantity: bounded, parsable, not negative.
+func checkQuantity(p *field.Path, v string) field.ErrorList {
+	if v == "" {
+		return nil
+	}
+	if e := CheckQuantityBounds(p, v); e != nil {
+		return field.ErrorList{e}
+	}
+	q, err := resource.ParseQuantity(v)
+	if err != nil {
+		return field.ErrorList{field.Invalid(p, v, "is not a valid resource quantity: write it like 500m, 2, 512Mi or 1Gi (no spaces; Gi or G, not GB)")}
+	}
+	if q.Sign() < 0 {
+		return field.ErrorList{field.Invalid(p, v, "must not be negative")}
 	}
 	return nil
 }
