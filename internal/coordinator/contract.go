@@ -9,6 +9,7 @@ import (
 	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
+	"github.com/urutau-io/fleet/internal/spec"
 )
 
 // Settings are the inputs of a render that do not come from the pipeline itself.
@@ -30,6 +31,11 @@ type Settings struct {
 	// NetworkPolicy renders a NetworkPolicy for the coordinator (the hub's
 	// --coordinator-network-policy). The single-cluster operator renders none: off by default.
 	NetworkPolicy bool
+
+	// Parsed is the pipeline's definition as spec.Parse read it from spec.definition.inline, when
+	// the caller parsed it already (overrides never change the definition, so one parse serves
+	// every member); nil: Render parses it. Render only reads it.
+	Parsed *spec.Inline
 }
 
 // Workload is the rendered coordinator workload of one pipeline for one member, in apply order.

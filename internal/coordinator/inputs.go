@@ -150,7 +150,7 @@ func newInput(p *urutauv1alpha1.CDCPipeline, s Settings) (*input, field.ErrorLis
 	var errs field.ErrorList
 	sp := field.NewPath("spec")
 
-	inline, defErrs := parseDefinition(in.spec.Definition, sp.Child("definition"))
+	inline, defErrs := parseDefinition(in.spec.Definition, s.Parsed, sp.Child("definition"))
 	errs = append(errs, defErrs...)
 	if inline == nil {
 		// Go on with no tables, so that every other error is reported too.
@@ -221,14 +221,17 @@ func newInput(p *urutauv1alpha1.CDCPipeline, s Settings) (*input, field.ErrorLis
 }
 
 // parseDefinition accepts only a non-empty inline definition: the image and s3 planners are not
-// implemented (#253).
-func parseDefinition(d urutauv1alpha1.Definition, p *field.Path) (*spec.Inline, field.ErrorList) {
+// implemented (#253). parsed, when set, is that definition parsed by the caller already.
+func parseDefinition(d urutauv1alpha1.Definition, parsed *spec.Inline, p *field.Path) (*spec.Inline, field.ErrorList) {
 	var errs field.ErrorList
 	if d.Image != "" {
 		errs = append(errs, field.Forbidden(p.Child("image"), "not implemented, use inline"))
 	}
 	if d.S3 != "" {
 		errs = append(errs, field.Forbidden(p.Child("s3"), "not implemented, use inline"))
+	}
+	if parsed != nil {
+		return parsed, errs
 	}
 	raw, err := inlineJSON(d.Inline)
 	if err != nil {

@@ -275,6 +275,55 @@ func TestRenderDoesNotMutate(t *testing.T) {
 	}
 }
 
+// TestRenderParsedOnce: a definition the caller parsed renders exactly as the raw one, and is
+// what Render reads (the hub parses a 128 KiB definition once per reconcile, not once per member),
+// and Render leaves it as it was.
+func TestRenderParsedOnce(t *testing.T) {
+	for _, tc := range renderCases() {
+		t.Run(tc.name, func(t *testing.T) {
+			p := tc.p(t)
+			parsed, errs := spec.Parse(p.Spec.Definition.Inline.Raw)
+			if len(errs) > 0 {
+				t.Fatal(errs.ToAggregate())
+			}
+			before, _ := spec.Parse(p.Spec.Definition.Inline.Raw)
+			with := tc.settings
+			with.Parsed = parsed
+			w1, err1 := Render(p, tc.settings)
+			w2, err2 := Render(p, with)
+			if err1 != nil || err2 != nil {
+				t.Fatalf("%v %v", err1, err2)
+			}
+			if !bytes.Equal(goldenYAML(t, w1), goldenYAML(t, w2)) {
+				t.Error("rendering a parsed definition differs from rendering the raw one")
+			}
+			if !apiequality.Semantic.DeepEqual(before, parsed) {
+				t.Error("Render modified the parsed definition")
+			}
+		})
+	}
+	// What Render reads is the parsed definition, not the raw one again.
+	p := pipeline(t, "shop", mysqlInline)
+	parsed, _ := spec.Parse(p.Spec.Definition.Inline.Raw)
+	parsed.Tables = append(parsed.Tables, spec.Table{Source: "shop.refunds", Target: "raw.refunds", PrimaryKey: []string{"id"}})
+	w, err := Render(p, Settings{DefaultImage: testImage, Parsed: parsed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(strings.Join(grantedNames(w), ","), WorkerGroupPrefix(parsed.Pipeline, "raw.refunds")) {
+		t.Errorf("the Role does not grant the parsed definition's table: %v", grantedNames(w))
+	}
+}
+
+// grantedNames are the resourceNames of the Role's rules.
+func grantedNames(w *Workload) []string {
+	var out []string
+	for _, r := range w.Role.Rules {
+		out = append(out, r.ResourceNames...)
+	}
+	return out
+}
+
 func TestRenderDeterministic(t *testing.T) {
 	for _, tc := range renderCases() {
 		w1, err1 := Render(tc.p(t), tc.settings)

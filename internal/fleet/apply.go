@@ -13,6 +13,7 @@ import (
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
 	"github.com/urutau-io/fleet/internal/coordinator"
 	"github.com/urutau-io/fleet/internal/fleet/inventory"
+	"github.com/urutau-io/fleet/internal/spec"
 )
 
 // AnnotationKEDAPrometheusAddress on a member's inventory entry (annotation first, then label)
@@ -73,7 +74,7 @@ func (r *CoordinatorReconciler) applyOn(ctx context.Context, p *urutauv1alpha1.C
 		return res
 	}
 	job := &applyJob{
-		p: p, conn: c, id: w.ids[m], settings: r.settingsFor(p, w.inventory[m]),
+		p: p, conn: c, id: w.ids[m], settings: r.settingsFor(p, w.inventory[m], w.inline),
 		manager: FieldManagerFor(r.FieldManager, m), applier: &r.applier,
 		crossed:  func() { r.lookAgain.Store(client.ObjectKeyFromObject(p), true) },
 		boundary: w.boundary, leaseWritten: pl.wrote, leader: r.Leader,
@@ -95,8 +96,9 @@ func (r *CoordinatorReconciler) applyOn(ctx context.Context, p *urutauv1alpha1.C
 	return res
 }
 
-// settingsFor are the render settings of member m.
-func (r *CoordinatorReconciler) settingsFor(p *urutauv1alpha1.CDCPipeline, m inventory.Member) coordinator.Settings {
+// settingsFor are the render settings of member m; parsed is the pipeline's definition, parsed
+// once by this reconcile.
+func (r *CoordinatorReconciler) settingsFor(p *urutauv1alpha1.CDCPipeline, m inventory.Member, parsed *spec.Inline) coordinator.Settings {
 	addr := r.KEDAPrometheusAddress
 	if v := m.Setting(AnnotationKEDAPrometheusAddress); v != "" {
 		addr = v
@@ -107,6 +109,7 @@ func (r *CoordinatorReconciler) settingsFor(p *urutauv1alpha1.CDCPipeline, m inv
 		KEDAThreshold:         r.KEDAThreshold,
 		Override:              OverrideFor(p, m.Name),
 		NetworkPolicy:         r.NetworkPolicy,
+		Parsed:                parsed,
 	}
 }
 

@@ -77,13 +77,14 @@ func (r *CoordinatorReconciler) observe(ctx context.Context, p *urutauv1alpha1.C
 		w.specErr = err
 		return w, nil
 	}
-	base, err := coordinator.Render(p, coordinator.Settings{DefaultImage: r.Image, KEDAPrometheusAddress: r.KEDAPrometheusAddress, KEDAThreshold: r.KEDAThreshold})
+	// The definition is parsed once per reconcile (up to 128 KiB): every render reuses it.
+	w.inline = parseInline(p)
+	base, err := coordinator.Render(p, coordinator.Settings{DefaultImage: r.Image, KEDAPrometheusAddress: r.KEDAPrometheusAddress, KEDAThreshold: r.KEDAThreshold, Parsed: w.inline})
 	if err != nil {
 		w.specErr = err
 		return w, nil
 	}
 	w.specHash = base.SpecHash
-	w.inline = parseInline(p)
 	w.source = sourceIdentity(w.inline)
 	w.leaseName = LeaseName(w.source, p.UID)
 	if err := r.observeLease(ctx, p, w); err != nil {
