@@ -107,15 +107,19 @@ func Decide(kind string, existing client.Object, p Pipeline) (Decision, error) {
 // that live CR's: its operator may write it again and its deletion would delete it, so it is a
 // conflict until the CR lets go of it or its owner hands it over with urutau.io/adopt.
 func migration(kind string, existing client.Object, p Pipeline) (Decision, error) {
-	for _, o := range existing.GetOwnerReferences() {
+	owners := existing.GetOwnerReferences()
+	if len(owners) == 0 {
+		return Decision{Verdict: Migrate}, nil
+	}
+	for _, o := range owners {
 		gv, _ := schema.ParseGroupVersion(o.APIVersion)
 		if gv.Group == urutauv1alpha1.GroupVersion.Group && o.Kind == "CDCPipeline" && o.Name == p.Name {
 			return Decision{}, conflict(kind, existing, p, fmt.Sprintf(
 				"it is still owned by the CDCPipeline %q of the member, which the single-cluster operator may still manage: delete that CR with --cascade=orphan first (docs/upgrading.md, step 4)", p.Name))
 		}
-		return Decision{}, conflict(kind, existing, p, fmt.Sprintf("it carries the single-cluster operator's labels for %q but is owned by %s %s", p.Name, o.Kind, o.Name))
 	}
-	return Decision{Verdict: Migrate}, nil
+	o := owners[0]
+	return Decision{}, conflict(kind, existing, p, fmt.Sprintf("it carries the single-cluster operator's labels for %q but is owned by %s %s", p.Name, o.Kind, o.Name))
 }
 
 func conflict(kind string, existing client.Object, p Pipeline, why string) *Conflict {
