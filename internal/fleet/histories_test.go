@@ -131,6 +131,8 @@ func releasePod(ctx context.Context, m *testenv.Cluster, pod *corev1.Pod) {
 		got.Finalizers = nil
 		g.Expect(m.Client.Update(ctx, got)).To(Succeed())
 	}).Should(Succeed())
+	// A pod bound to a node stays until its kubelet confirms it gone; these API servers have none.
+	killPod(ctx, m, pod)
 }
 
 // killPod plays the garbage collector: the pod goes.

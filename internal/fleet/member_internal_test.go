@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
@@ -139,7 +140,7 @@ func TestTrimMemberObject(t *testing.T) {
 	meta := metav1.ObjectMeta{Name: "x", Labels: map[string]string{"k": "v"},
 		Annotations:   map[string]string{"kubectl.kubernetes.io/last-applied-configuration": "{}", "keep": "me"},
 		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "m", FieldsV1: raw}}}
-	sts := &appsv1.StatefulSet{ObjectMeta: *meta.DeepCopy(), Spec: appsv1.StatefulSetSpec{ServiceName: "s"},
+	sts := &appsv1.StatefulSet{ObjectMeta: *meta.DeepCopy(), Spec: appsv1.StatefulSetSpec{ServiceName: "s", Replicas: ptr.To[int32](0)},
 		Status: appsv1.StatefulSetStatus{ReadyReplicas: 1}}
 	cm := &corev1.ConfigMap{ObjectMeta: *meta.DeepCopy(), Data: map[string]string{"pipeline.yaml": "big"}}
 	for _, o := range []client.Object{sts, cm} {
@@ -153,10 +154,33 @@ func TestTrimMemberObject(t *testing.T) {
 			t.Errorf("%T: metadata = %v %v", o, o.GetAnnotations(), o.GetLabels())
 		}
 	}
-	if sts.Spec.ServiceName != "" || sts.Status.ReadyReplicas != 1 {
+	if sts.Spec.ServiceName != "" || sts.Status.ReadyReplicas != 1 || sts.Spec.Replicas == nil || *sts.Spec.Replicas != 0 {
 		t.Errorf("StatefulSet: spec kept or status dropped: %+v %+v", sts.Spec, sts.Status)
 	}
 	if cm.Data != nil {
 		t.Errorf("ConfigMap data kept: %v", cm.Data)
+	}
+}
+
+// A hand scale to zero leaves no manager behind (the Scale omits a zero), so the content hash and
+// the managers alone would call the StatefulSet unchanged: keeps reads the replicas.
+func TestStatefulSetRequestKeepsReplicas(t *testing.T) {
+	ac := appsv1ac.StatefulSet("c", "ns").WithSpec(appsv1ac.StatefulSetSpec().WithReplicas(1))
+	r, err := statefulSetRequest(ac)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		replicas *int32
+		want     bool
+	}{{ptr.To[int32](1), true}, {ptr.To[int32](0), false}, {ptr.To[int32](2), false}, {nil, false}} {
+		live := &appsv1.StatefulSet{Spec: appsv1.StatefulSetSpec{Replicas: tc.replicas}}
+		if got := r.keeps(live); got != tc.want {
+			t.Errorf("replicas %v: keeps = %v, want %v", tc.replicas, got, tc.want)
+		}
+	}
+	workers, err := statefulSetRequest(appsv1ac.StatefulSet("w", "ns").WithSpec(appsv1ac.StatefulSetSpec()))
+	if err != nil || workers.keeps != nil {
+		t.Errorf("a StatefulSet whose replicas another owns (KEDA) has keeps %v, err %v", workers.keeps != nil, err)
 	}
 }

@@ -283,7 +283,8 @@ func MemberClusterOptions(syncTimeout time.Duration) cluster.Option {
 // drops the rest before an object is stored, so a placement costs the hub a few hundred bytes per
 // object, not the whole object (hack/bench: RSS per placement). Kept: metadata, with managedFields
 // reduced to who wrote when (manager, operation, time, subresource), and a StatefulSet's status
-// (readiness). Dropped: specs, ConfigMap data, rules, subjects, and every managedFields field
+// (readiness) and replicas (a hand scale to zero leaves no manager behind, see applyRequest.keeps).
+// Dropped: the rest of specs, ConfigMap data, rules, subjects, and every managedFields field
 // set. The no-op check then reads the content hash annotation and the managers (holdsApplied);
 // when it cannot tell, it reads the object from the member itself.
 func trimMemberObject(in any) (any, error) {
@@ -294,7 +295,7 @@ func trimMemberObject(in any) (any, error) {
 	trimMeta(obj)
 	switch o := obj.(type) {
 	case *appsv1.StatefulSet:
-		o.Spec = appsv1.StatefulSetSpec{}
+		o.Spec = appsv1.StatefulSetSpec{Replicas: o.Spec.Replicas}
 	case *corev1.ConfigMap:
 		o.Data, o.BinaryData = nil, nil
 	case *corev1.Service:

@@ -49,6 +49,10 @@ type applyRequest struct {
 	extract func(live client.Object, manager string) ([]byte, error)
 	// contentHash is the value of AnnotationAppliedHash in desired.
 	contentHash string
+	// keeps, when set, checks what the content hash cannot vouch for: a field a write can change
+	// without leaving a manager behind. kubectl scale --replicas=0 is one: the Scale it sends
+	// omits a zero, so the scale subresource records no owner and ours still claims replicas.
+	keeps func(live client.Object) bool
 	// crossed is set by apply when a change by someone else reached the member watch while the
 	// apply was in flight: the pipeline must be reconciled again.
 	crossed bool
@@ -250,7 +254,7 @@ func (a *applier) unchanged(member, manager string, r *applyRequest, hash [sha25
 	if ok && rec.desired == hash && rec.resourceVersion != "" && rec.resourceVersion == r.live.GetResourceVersion() {
 		return true
 	}
-	if holdsApplied(r.live, manager, r.contentHash) {
+	if holdsApplied(r.live, manager, r.contentHash) && (r.keeps == nil || r.keeps(r.live)) {
 		return true
 	}
 	b, err := r.extract(r.live, manager)
@@ -452,7 +456,16 @@ func networkPolicyRequest(ac *networkingv1ac.NetworkPolicyApplyConfiguration) (*
 }
 
 func statefulSetRequest(ac *appsv1ac.StatefulSetApplyConfiguration) (*applyRequest, error) {
-	return newApplyRequest("StatefulSet", ac, ac.WithAnnotations, func() *appsv1.StatefulSet { return &appsv1.StatefulSet{} }, appsv1ac.ExtractStatefulSet)
+	r, err := newApplyRequest("StatefulSet", ac, ac.WithAnnotations, func() *appsv1.StatefulSet { return &appsv1.StatefulSet{} }, appsv1ac.ExtractStatefulSet)
+	if err != nil || ac.Spec == nil || ac.Spec.Replicas == nil {
+		return r, err
+	}
+	want := *ac.Spec.Replicas
+	r.keeps = func(live client.Object) bool {
+		sts, ok := live.(*appsv1.StatefulSet)
+		return ok && sts.Spec.Replicas != nil && *sts.Spec.Replicas == want
+	}
+	return r, nil
 }
 
 // unstructuredRequest prepares an object of a kind without a typed apply configuration (KEDA's
