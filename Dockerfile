@@ -4,7 +4,8 @@
 #     --build-arg VERSION=v0.1.0 --build-arg REVISION="$(git rev-parse HEAD)" \
 #     -t ghcr.io/urutau-io/urutau-fleet-hub:v0.1.0 --push .             # a release (docs/releasing.md)
 # A static binary on distroless, non-root, as config/hub/manager runs it (runAsUser 65532,
-# read-only root filesystem). hack/kind-e2e.sh builds and loads it.
+# read-only root filesystem). hack/kind-e2e.sh, which has no base image to pull, puts the same
+# static binary on scratch instead.
 
 # Base images. Release builds pin them by digest, so a rebuilt tag cannot change what ships:
 #   docker build --build-arg GO_IMAGE=golang:1.26@sha256:<digest> \
@@ -43,6 +44,15 @@ RUN GOOS=${TARGETOS:-linux} GOARCH=${TARGETARCH} go build -trimpath \
       -X github.com/urutau-io/fleet/internal/version.revision=${REVISION} \
       -X github.com/urutau-io/fleet/internal/version.buildDate=${BUILD_DATE}" \
     -o /out/hub ./cmd/hub
+# The fence (cmd/fence): fenced coordinator pods copy it from this image in an init container
+# (`/fence install`), so it ships in the hub's image, at the path the renderer names
+# (internal/coordinator FenceInImage).
+RUN GOOS=${TARGETOS:-linux} GOARCH=${TARGETARCH} go build -trimpath \
+    -ldflags="-s -w \
+      -X github.com/urutau-io/fleet/internal/version.version=${VERSION} \
+      -X github.com/urutau-io/fleet/internal/version.revision=${REVISION} \
+      -X github.com/urutau-io/fleet/internal/version.buildDate=${BUILD_DATE}" \
+    -o /out/fence ./cmd/fence
 
 FROM ${BASE_IMAGE}
 ARG VERSION=
@@ -52,5 +62,6 @@ LABEL org.opencontainers.image.title="urutau fleet hub" \
       org.opencontainers.image.version="${VERSION}" \
       org.opencontainers.image.revision="${REVISION}"
 COPY --from=build /out/hub /hub
+COPY --from=build /out/fence /fence
 USER 65532:65532
 ENTRYPOINT ["/hub"]

@@ -7,7 +7,9 @@ SHELL := /usr/bin/env bash -o pipefail
 GO ?= go
 CONTROLLER_GEN := $(GO) tool controller-gen
 # The real control plane (kube-apiserver, etcd, kubectl, ...) lives in a per-user cache outside the
-# clone, keyed by version, so fresh clones reuse it. hack/control-plane.sh builds it.
+# clone, keyed by version, so fresh clones reuse it. hack/control-plane.sh fills it: from your own
+# KUBEBUILDER_ASSETS when it is set, else prebuilt binaries (setup-envtest) when they can be had,
+# else built from the Go module proxy; it says which.
 CONTROL_PLANE_DIR := $(shell hack/control-plane.sh print-dir)
 # Linters are pinned in their own module (hack/tools) so their dependencies stay out of go.mod;
 # the binary is cached per user, keyed by its version.
@@ -64,10 +66,21 @@ $(GOLANGCI_LINT):
 
 ##@ Build and run
 
+# What `make build` stamps into the binaries (internal/version; `hub --version`, `kubectl urutau
+# version`): v$(VERSION) when given, else what `git describe` says of the newest release tag
+# (v0.1.0-3-gabc1234 three commits past it), else no version ("(devel)"); the commit and the date.
+BUILD_VERSION ?= $(if $(VERSION),v$(VERSION),$(shell git describe --tags --match 'v[0-9]*' --dirty 2>/dev/null))
+BUILD_LDFLAGS = -X $(VERSION_PKG).version=$(BUILD_VERSION) \
+	-X $(VERSION_PKG).revision=$(shell git rev-parse HEAD 2>/dev/null)$(shell git diff --quiet HEAD -- 2>/dev/null || echo -dirty) \
+	-X $(VERSION_PKG).buildDate=$(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+
 .PHONY: build
-build: ## Build the hub binary and the kubectl plugin into bin/ (bin/hub, bin/kubectl-urutau).
-	$(GO) build -o bin/hub ./cmd/hub
-	$(GO) build -o bin/kubectl-urutau ./cmd/kubectl-urutau
+build: ## Build the hub binary, the fence and the kubectl plugin into bin/, stamped with BUILD_VERSION (bin/hub, bin/fence, bin/kubectl-urutau).
+	$(GO) build -ldflags "$(BUILD_LDFLAGS)" -o bin/hub ./cmd/hub
+	CGO_ENABLED=0 $(GO) build -ldflags "$(BUILD_LDFLAGS)" -o bin/fence ./cmd/fence
+	$(GO) build -ldflags "$(BUILD_LDFLAGS)" -o bin/kubectl-urutau ./cmd/kubectl-urutau
+	@# kubectl runs kubectl_complete-urutau to complete `kubectl urutau ...`.
+	ln -sf kubectl-urutau bin/kubectl_complete-urutau
 
 .PHONY: demo
 demo: control-plane build ## Run a local fleet (hub + 2 members, no Docker) with sample pipelines; Ctrl-C stops it.
@@ -80,7 +93,7 @@ demo-down: ## Stop whatever `make demo` left running.
 ##@ Test
 
 .PHONY: control-plane
-control-plane: ## Build kube-apiserver, etcd, kubectl, kwok... into the per-user cache (idempotent).
+control-plane: ## Get kube-apiserver, etcd, kubectl, kwok... into the per-user cache: KUBEBUILDER_ASSETS, prebuilt, or built (idempotent).
 	hack/control-plane.sh
 
 .PHONY: test
@@ -92,8 +105,16 @@ test-e2e: control-plane ## Run only the multi-cluster e2e suite (test/kind) on a
 	KUBEBUILDER_ASSETS=$(CONTROL_PLANE_DIR) $(GO) test ./test/kind/ -count=1 -timeout 30m -v -ginkgo.v
 
 .PHONY: test-e2e-kind
-test-e2e-kind: ## Run the same e2e suite on kind clusters (needs Docker and kind node images).
-	hack/kind-e2e.sh
+test-e2e-kind: ## Run the e2e suite on kind clusters with real kubelets; builds its node image (root; docker.io, debootstrap).
+	hack/kind-e2e.sh $(KIND_E2E_FLAGS)
+
+.PHONY: kind-up
+kind-up: ## Create the kind hub and members of test-e2e-kind with the hub deployed, and keep them.
+	hack/kind-e2e.sh up
+
+.PHONY: kind-down
+kind-down: ## Delete what kind-up or `KIND_E2E_FLAGS=--keep make test-e2e-kind` left, and stop its Docker engine.
+	hack/kind-e2e.sh down
 
 .PHONY: test-unit
 test-unit: ## Run only the tests that need no API server.

@@ -1,38 +1,41 @@
 #!/usr/bin/env bash
-# The e2e suite of test/kind on kind clusters (`make test-e2e-kind`): the same specs `make test-e2e`
-# runs on the local fleet, here against a hub deployed from config/hub as a container and two
-# member clusters that reach it only through config/spoke's identity.
+# The e2e suite of test/kind on kind clusters, real kubelets and containerd (`make test-e2e-kind`):
+# the specs `make test-e2e` runs on the local fleet (kwok nodes), here with every pod a process.
 #
-# It creates the kind clusters urutau-hub, urutau-member-a and urutau-member-b; builds the hub image
-# from the Dockerfile and a stub coordinator image (below) and loads them; deploys
-# config/hub/self-signed (or, with --cert-manager, config/hub/default with cert-manager) on the hub
-# and config/spoke in each member; registers each member on the hub with `hub member-secret`; and
-# runs `go test ./test/kind/` with E2E_HUB_KUBECONFIG, E2E_MEMBER_KUBECONFIGS and
-# E2E_RESTART_MEMBER. The clusters are deleted at exit unless --keep is given.
+# It needs no image registry: the node image and every image the nodes run are built here
+# (hack/kind/node-image.sh: Debian packages and binaries from the Go module proxy, cached by
+# version), and when no Docker engine answers it starts one of its own (hack/kind/docker.sh).
+# Then it creates the kind clusters urutau-hub, urutau-member-a and urutau-member-b; builds the hub
+# image and the stand-in coordinator images (test/kind/coordinator) and loads them; deploys
+# config/hub/self-signed on the hub; joins each member with `kubectl urutau join`; lets the e2e
+# namespace use them (a PlacementPolicy); and runs `go test ./test/kind/` with E2E_HUB_KUBECONFIG,
+# E2E_MEMBER_KUBECONFIGS, E2E_RESTART_MEMBER and E2E_IGNORES_SIGTERM_IMAGE. At exit, also on
+# Ctrl-C, it deletes the clusters and stops the engine it started, unless --keep.
 #
 # Usage:
-#   hack/kind-e2e.sh [--keep] [--cert-manager]   create, deploy, test (and delete unless --keep)
-#   hack/kind-e2e.sh down                        delete the clusters a --keep run left
-#   hack/kind-e2e.sh restart-member NAME PAUSE   stop NAME's API server for PAUSE (a Go duration),
-#                                                start it again and wait for it: E2E_RESTART_MEMBER
+#   hack/kind-e2e.sh [--keep] [-- GO_TEST_ARGS...]   create, deploy, test; delete unless --keep
+#   hack/kind-e2e.sh up                              create and deploy only (keeps them)
+#   hack/kind-e2e.sh down                            delete what --keep or up left, stop the engine
+#   hack/kind-e2e.sh restart-member NAME PAUSE       stop NAME's API server for PAUSE (a Go duration),
+#                                                    start it again and wait for it: E2E_RESTART_MEMBER
 #
-# Needs Docker (a running daemon that has or can pull kindest/node, golang:1.26 and
-# gcr.io/distroless/static:nonroot; with --cert-manager also cert-manager's images), go and kubectl.
-# kind is built from hack/tools (pinned) into the per-user cache unless KIND names a binary.
+# Needs root, go, docker.io (dockerd and the docker CLI) and debootstrap from Debian's packages
+# (`apt-get install docker.io debootstrap`). Cold, it builds kubelet, kubeadm, kube-proxy, kind and
+# the node image first (docs/testing.md has the times).
 #
-# Environment: KIND (a kind binary), KIND_NODE_IMAGE (node image; default: kind's),
-# CERT_MANAGER_VERSION (default v1.20.2), KIND_E2E_KEEP=1 (same as --keep),
-# URUTAU_CACHE_DIR (cache root, as for the Makefile).
+# Environment: KIND_E2E_KEEP=1 (same as --keep), KIND_OWN_DOCKER=1 (start our engine even when one
+# answers), E2E_TIMEOUT (the suite's bound on every wait, default here 4m), URUTAU_CACHE_DIR (cache
+# root, as for the Makefile).
 set -euo pipefail
+# shellcheck source=hack/kind/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/kind/lib.sh"
+ROOT=$KIND_ROOT
 
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-CACHE=${URUTAU_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/urutau-fleet}
-# Kubeconfigs, generated manifests and the helper live here, outside the clone, so that a --keep
-# run can be inspected (and `down` finds it) later.
-WORK=$CACHE/kind-e2e
+# Kubeconfigs, generated manifests and the restart helper live here, outside the clone, so that a
+# --keep run can be inspected (and `down` finds it) later.
+WORK=$KIND_CACHE/e2e
 KIND_VERSION=$(awk '$1 == "require" && $2 == "sigs.k8s.io/kind" {print $3}' "$ROOT/hack/tools/go.mod")
 KIND=${KIND:-$CACHE/tools/kind-$KIND_VERSION}
-CERT_MANAGER_VERSION=${CERT_MANAGER_VERSION:-v1.20.2}
 
 HUB_CLUSTER=urutau-hub
 # Member name (as the hub and the suite know it) and its inventory labels. The kind cluster is
@@ -41,14 +44,12 @@ MEMBERS=(member-a member-b)
 declare -A MEMBER_LABELS=([member-a]=region=eu [member-b]=region=us)
 
 HUB_IMAGE=urutau-fleet-hub:e2e
-# What the hub runs as coordinator. The suite waits for a Ready coordinator pod, and the real
-# coordinator needs a real source database; the stub answers the pod's probes and nothing else.
-COORDINATOR_IMAGE=urutau-coordinator-stub:e2e
+# What the hub runs as coordinator (test/kind/coordinator): STANDIN_IMAGE drains 5s after
+# SIGTERM; STUBBORN_IMAGE ignores SIGTERM, so the kubelet kills it at the end of the grace period.
+STANDIN_IMAGE=urutau-coordinator-standin:e2e
+STUBBORN_IMAGE=urutau-coordinator-standin:e2e-ignores-sigterm
 HUB_NAMESPACE=urutau-system
-E2E_NAMESPACE=e2e # test/kind's namespace; the suite creates it in members, not on the hub
-
-log() { printf '\n==> [%(%H:%M:%S)T] %s\n' -1 "$*"; }
-die() { printf 'kind-e2e: %s\n' "$*" >&2; exit 1; }
+E2E_NAMESPACE=e2e # test/kind's namespace, on the hub and in every member
 
 kubeconfig_of() { printf '%s/%s.kubeconfig' "$WORK" "$1"; }
 cluster_of() { printf 'urutau-%s' "$1"; }
@@ -86,10 +87,13 @@ wait_for_api() {
 	done
 }
 
+APISERVER_MANIFEST=/etc/kubernetes/manifests/kube-apiserver.yaml
+APISERVER_STOPPED=/etc/kubernetes/kube-apiserver.yaml.stopped
+
 # restart_member stops only the member's API server (kubelet stops a static pod whose manifest
-# leaves /etc/kubernetes/manifests), waits for the pause and starts it again, as the local fleet's
-# helper does. Restarting the node container instead would also restart every pod and could give
-# the node another IP than the one its kubeconfig Secret on the hub names.
+# leaves /etc/kubernetes/manifests), waits for the pause and starts it again. Restarting the node
+# container instead would also restart every pod and could give the node another IP than the one
+# the hub's kubeconfig names.
 restart_member() {
 	local name=$1 pause=$2 kc
 	kc=$(kubeconfig_of "$name")
@@ -104,14 +108,13 @@ restart_member() {
 	wait_for_api "$kc" up 180
 }
 
-APISERVER_MANIFEST=/etc/kubernetes/manifests/kube-apiserver.yaml
-APISERVER_STOPPED=/etc/kubernetes/kube-apiserver.yaml.stopped
-
 restore_apiserver() {
 	docker exec "$RESTART_NODE" sh -c "if [ -f $APISERVER_STOPPED ]; then mv $APISERVER_STOPPED $APISERVER_MANIFEST; fi"
 }
 
-cluster_exists() { "$KIND" get clusters 2>/dev/null | grep -qx "$1"; }
+# grep reads all of kind's output: with -q it could exit first and, under pipefail, kind's SIGPIPE
+# would say "no such cluster" for any but the last one listed.
+cluster_exists() { "$KIND" get clusters 2>/dev/null | grep -x "$1" >/dev/null; }
 
 delete_clusters() {
 	local c
@@ -126,116 +129,110 @@ ensure_kind() {
 	if [[ ! -x $KIND ]]; then
 		[[ -n $KIND_VERSION ]] || die "no sigs.k8s.io/kind version in hack/tools/go.mod"
 		log "building kind $KIND_VERSION into $KIND"
-		(cd "$ROOT/hack/tools" && GOWORK=off go build -o "$KIND" sigs.k8s.io/kind)
+		(cd "$ROOT/hack/tools" && GOWORK=off CGO_ENABLED=0 time_step kind nice go build -o "$KIND" sigs.k8s.io/kind)
+	fi
+}
+
+# STARTED_DOCKER is 1 when this run started the engine (then it stops it at exit).
+STARTED_DOCKER=0
+
+use_docker() {
+	local before=0
+	command -v docker >/dev/null || die "the docker CLI is not installed (apt-get install docker.io)"
+	docker info >/dev/null 2>&1 && before=1
+	DOCKER_HOST=$("$ROOT/hack/kind/docker.sh" start)
+	export DOCKER_HOST
+	if [[ $before == 0 || ${KIND_OWN_DOCKER:-} == 1 ]] && [[ $DOCKER_HOST == unix:///run/urutau-kind-docker/* ]]; then
+		STARTED_DOCKER=1
 	fi
 }
 
 preflight() {
 	local tool
-	for tool in docker go kubectl; do
+	for tool in go; do
 		command -v "$tool" >/dev/null || die "$tool is not on PATH"
 	done
-	docker info >/dev/null 2>&1 || die "the Docker daemon does not answer ('docker info' fails): kind needs it"
+	# kubectl of the cluster's own version (the control-plane cache), not whatever is on PATH.
+	"$ROOT/hack/control-plane.sh" >&2
+	PATH=$("$ROOT/hack/control-plane.sh" print-dir):$PATH
+	export PATH
+	use_docker
 	ensure_kind
+	NODE_IMAGE=$("$ROOT/hack/kind/node-image.sh")
+}
+
+# kind_config: a cgroup v1 host needs failCgroupV1: false (the kubelet refuses v1 by default);
+# the CNI is the node image's bridge (no kindnetd image); CoreDNS is not built, so its addon is
+# skipped (nothing here resolves cluster names: the hub reaches members by address). skipPhases
+# replaces kind's own --skip-phases=preflight, so preflight is named again. kubeadm's timeouts are
+# raised: on a loaded 2-core machine its first API calls took longer than the default minute.
+kind_config() {
+	local f=$WORK/kind-config.yaml
+	cat >"$f" <<-'EOF'
+		kind: Cluster
+		apiVersion: kind.x-k8s.io/v1alpha4
+		networking:
+		  disableDefaultCNI: true
+		kubeadmConfigPatches:
+		  - |
+		    kind: InitConfiguration
+		    skipPhases:
+		      - preflight
+		      - addon/coredns
+		    timeouts:
+		      controlPlaneComponentHealthCheck: 8m
+		      kubernetesAPICall: 5m
+		  - |
+		    kind: KubeletConfiguration
+		    failCgroupV1: false
+	EOF
+	printf '%s' "$f"
 }
 
 create_cluster() {
-	local c=$1 kc=$2
-	local args=(create cluster --name "$c" --kubeconfig "$WORK/$c.kind-kubeconfig" --wait 3m)
-	if [[ -n ${KIND_NODE_IMAGE:-} ]]; then
-		args+=(--image "$KIND_NODE_IMAGE")
-	fi
+	local c=$1 kc=$2 config=$3
 	if cluster_exists "$c"; then
 		log "reusing kind cluster $c"
 	else
-		log "creating kind cluster $c"
-		"$KIND" "${args[@]}"
+		log "creating kind cluster $c ($NODE_IMAGE)"
+		time_step "kind-create-$c" "$KIND" create cluster --name "$c" --image "$NODE_IMAGE" --config "$config" \
+			--kubeconfig "$WORK/$c.kind-kubeconfig" --wait 3m
 	fi
 	# The host-side kubeconfig (127.0.0.1:<port>) for this script and the suite.
 	"$KIND" get kubeconfig --name "$c" >"$kc"
 }
 
-# build_stub_image builds the stub coordinator: `urutau-coordinator run ... --metrics-addr ADDR`
-# serves 200 on every path of ADDR (so /readyz and /healthz), on distroless as the hub runs.
-build_stub_image() {
-	local dir=$WORK/stub
-	mkdir -p "$dir"
-	cat >"$dir/go.mod" <<-'EOF'
-		module stub
-
-		go 1.26
-	EOF
-	cat >"$dir/main.go" <<-'EOF'
-		// Command urutau-coordinator is a stand-in for the e2e suite: it answers the probes of the
-		// coordinator pod the hub renders, and does nothing else.
-		package main
-
-		import (
-			"context"
-			"net/http"
-			"os"
-			"os/signal"
-			"syscall"
-		)
-
-		func main() {
-			addr := ":9090"
-			for i, a := range os.Args {
-				if a == "--metrics-addr" && i+1 < len(os.Args) {
-					addr = os.Args[i+1]
-				}
-			}
-			srv := &http.Server{Addr: addr, Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-				_, _ = w.Write([]byte("ok\n"))
-			})}
-			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-			defer stop()
-			go func() {
-				<-ctx.Done()
-				_ = srv.Shutdown(context.Background())
-			}()
-			if err := srv.ListenAndServe(); err != nil && err != http.ErrServerClosed {
-				panic(err)
-			}
-		}
-	EOF
-	cat >"$dir/Dockerfile" <<-'EOF'
-		FROM golang:1.26 AS build
-		WORKDIR /src
-		COPY go.mod main.go ./
-		RUN CGO_ENABLED=0 go build -trimpath -o /urutau-coordinator .
-		FROM gcr.io/distroless/static:nonroot
-		COPY --from=build /urutau-coordinator /usr/local/bin/urutau-coordinator
-		ENV PATH=/usr/local/bin:/usr/bin:/bin
-		USER 65532:65532
-	EOF
-	docker build -t "$COORDINATOR_IMAGE" "$dir"
-}
-
-install_cert_manager() {
-	local kc=$1 d
-	if kubectl --kubeconfig "$kc" get crd certificates.cert-manager.io >/dev/null 2>&1; then
-		log "cert-manager is already installed on the hub"
-		return
-	fi
-	log "installing cert-manager $CERT_MANAGER_VERSION on the hub"
-	kubectl --kubeconfig "$kc" apply --server-side \
-		-f "https://github.com/cert-manager/cert-manager/releases/download/$CERT_MANAGER_VERSION/cert-manager.yaml"
-	for d in cert-manager cert-manager-cainjector cert-manager-webhook; do
-		kubectl --kubeconfig "$kc" -n cert-manager rollout status "deployment/$d" --timeout=5m
+# build_images: the hub (bin/hub on scratch, as the Dockerfile's distroless image runs it: non-root,
+# static) and the stand-in coordinator in its two behaviours.
+build_images() {
+	local dir=$WORK/images
+	rm -rf "$dir"
+	mkdir -p "$dir/hub" "$dir/coordinator"
+	(cd "$ROOT" && CGO_ENABLED=0 nice go build -trimpath -o "$dir/hub/hub" ./cmd/hub)
+	(cd "$ROOT" && CGO_ENABLED=0 nice go build -trimpath -o "$dir/coordinator/urutau-coordinator" ./test/kind/coordinator)
+	printf 'FROM scratch\nCOPY hub /hub\nUSER 65532:65532\nENTRYPOINT ["/hub"]\n' >"$dir/hub/Dockerfile"
+	docker build -q -t "$HUB_IMAGE" "$dir/hub" >/dev/null
+	local tag env
+	for tag in "$STANDIN_IMAGE" "$STUBBORN_IMAGE"; do
+		env="STANDIN_DRAIN=5s"
+		[[ $tag == "$STUBBORN_IMAGE" ]] && env="STANDIN_IGNORE_SIGTERM=true"
+		printf 'FROM scratch\nCOPY urutau-coordinator /usr/local/bin/urutau-coordinator\nENV PATH=/usr/local/bin %s\nUSER 65532:65532\n' \
+			"$env" >"$dir/coordinator/Dockerfile"
+		docker build -q -t "$tag" "$dir/coordinator" >/dev/null
 	done
+	log "built $HUB_IMAGE, $STANDIN_IMAGE, $STUBBORN_IMAGE"
 }
 
-# hub_overlay writes a kustomization over config/hub/self-signed (or default) that runs the images
-# built here, into a copy of config/ so that its relative paths resolve.
+# hub_overlay writes a kustomization over config/hub/self-signed that runs the images built here,
+# into a copy of config/ so that its relative paths resolve.
 hub_overlay() {
-	local base=$1 dir=$WORK/config/hub/e2e
+	local dir=$WORK/config/hub/e2e
 	rm -rf "$WORK/config"
 	cp -R "$ROOT/config" "$WORK/config"
 	mkdir -p "$dir"
 	cat >"$dir/kustomization.yaml" <<-EOF
 		resources:
-		  - ../$base
+		  - ../self-signed
 		images:
 		  - name: ghcr.io/urutau-io/urutau-fleet-hub
 		    newName: ${HUB_IMAGE%%:*}
@@ -257,37 +254,19 @@ hub_overlay() {
 		                imagePullPolicy: IfNotPresent
 		                env:
 		                  - name: COORDINATOR_IMAGE
-		                    value: $COORDINATOR_IMAGE
+		                    value: $STANDIN_IMAGE
 	EOF
-	if [[ $base == default ]]; then
-		# config/hub/certmanager's Certificate names its Issuer without the kustomize namePrefix
-		# the Issuer gets; point it at the prefixed name.
-		cat >>"$dir/kustomization.yaml" <<-'EOF'
-			  - target:
-			      group: cert-manager.io
-			      kind: Certificate
-			    patch: |-
-			      - op: replace
-			        path: /spec/issuerRef/name
-			        value: urutau-fleet-selfsigned-issuer
-		EOF
-	fi
 	printf '%s' "$dir"
 }
 
 deploy_hub() {
-	local kc=$1 base=$2 overlay i existed=
-	overlay=$(hub_overlay "$base")
-	log "deploying config/hub/$base on $HUB_CLUSTER (images $HUB_IMAGE, $COORDINATOR_IMAGE)"
+	local kc=$1 overlay existed=
+	overlay=$(hub_overlay)
+	log "deploying config/hub/self-signed on $HUB_CLUSTER ($HUB_IMAGE, coordinator $STANDIN_IMAGE)"
 	if kubectl --kubeconfig "$kc" -n "$HUB_NAMESPACE" get deployment urutau-fleet-hub >/dev/null 2>&1; then
 		existed=1
 	fi
-	# cert-manager's own webhook may need a moment after its rollout: retry the apply.
-	for i in 1 2 3 4 5 6; do
-		kubectl --kubeconfig "$kc" apply --server-side --force-conflicts -k "$overlay" && break
-		((i < 6)) || die "applying config/hub/$base failed"
-		sleep 10
-	done
+	kubectl --kubeconfig "$kc" apply --server-side --force-conflicts -k "$overlay" >/dev/null
 	kubectl --kubeconfig "$kc" wait --for=condition=Established crd/cdcpipelines.urutau.io --timeout=60s
 	if [[ -n $existed ]]; then
 		# A reused cluster: same tag, new image; restart so the pods run the one just loaded.
@@ -295,8 +274,9 @@ deploy_hub() {
 	fi
 	kubectl --kubeconfig "$kc" -n "$HUB_NAMESPACE" rollout status deployment/urutau-fleet-hub --timeout=5m
 	kubectl --kubeconfig "$kc" create namespace "$E2E_NAMESPACE" --dry-run=client -o yaml |
-		kubectl --kubeconfig "$kc" apply -f -
-	# The hub places nothing without a PlacementPolicy: let the e2e namespace use every member.
+		kubectl --kubeconfig "$kc" apply -f - >/dev/null
+	# The hub places nothing without a PlacementPolicy: let the e2e namespace use every member, and
+	# run the stand-in that ignores SIGTERM besides the hub's coordinator image.
 	kubectl --kubeconfig "$kc" apply --server-side -f - <<-EOF
 		apiVersion: urutau.io/v1alpha1
 		kind: PlacementPolicy
@@ -305,41 +285,26 @@ deploy_hub() {
 		spec:
 		  namespaces: [$E2E_NAMESPACE]
 		  clusterSelector: {}
+		  images:
+		    allowed: [$STUBBORN_IMAGE]
 	EOF
 }
 
-# register_member gives the hub member's config/spoke identity: a kubeconfig with a token of the
-# ServiceAccount urutau-fleet-hub and the member's API server as the hub's pods reach it (the node
-# container's address on the kind network, which the API server's certificate names), turned into
-# a kubeconfig Secret on the hub by `hub member-secret`.
-register_member() {
-	local name=$1 hub_kc=$2 hub_bin=$3 kc ip token ca hub_view
+# join_member joins a member as its platform team would: the e2e namespace exists there, and
+# `kubectl urutau join` does the rest. --member-server is the node's address on the kind network
+# (the hub's pods reach it there; the API server's certificate names it), not the host port of the
+# member's kubeconfig. --force: a reused hub may still hold the entry of a member cluster this
+# script deleted and created again (another identity under the same name).
+join_member() {
+	local name=$1 hub_kc=$2 plugin=$3 kc ip
 	kc=$(kubeconfig_of "$name")
-	log "member $name: config/spoke, and its kubeconfig Secret on the hub"
-	kubectl --kubeconfig "$kc" apply --server-side -k "$ROOT/config/spoke"
-	# Open the e2e namespace to the fleet, as the member's platform team would (config/spoke/README.md).
 	kubectl --kubeconfig "$kc" create namespace "$E2E_NAMESPACE" --dry-run=client -o yaml |
-		kubectl --kubeconfig "$kc" apply -f -
-	kubectl --kubeconfig "$kc" label namespace "$E2E_NAMESPACE" urutau.io/fleet-managed=true --overwrite
-	mkdir -p "$WORK/$name-open"
-	printf 'namespace: %s\nresources:\n  - %s\n' "$E2E_NAMESPACE" \
-		"$(realpath --relative-to="$WORK/$name-open" "$ROOT/config/spoke/pipeline-namespace")" >"$WORK/$name-open/kustomization.yaml"
-	kubectl --kubeconfig "$kc" apply --server-side -k "$WORK/$name-open"
-	token=$(kubectl --kubeconfig "$kc" create token urutau-fleet-hub -n urutau-fleet-system --duration=24h)
+		kubectl --kubeconfig "$kc" apply -f - >/dev/null
 	ip=$(docker inspect -f '{{.NetworkSettings.Networks.kind.IPAddress}}' "$(node_of "$name")")
 	[[ -n $ip ]] || die "no address of $(node_of "$name") on the kind network"
-	ca=$WORK/$name.ca.crt
-	kubectl --kubeconfig "$kc" config view --raw --minify --flatten \
-		-o jsonpath='{.clusters[0].cluster.certificate-authority-data}' | base64 -d >"$ca"
-	hub_view=$WORK/$name.hub-view.kubeconfig
-	rm -f "$hub_view"
-	kubectl config --kubeconfig "$hub_view" set-cluster "$name" --server "https://$ip:6443" \
-		--certificate-authority "$ca" --embed-certs >/dev/null
-	kubectl config --kubeconfig "$hub_view" set-credentials urutau-fleet-hub --token "$token" >/dev/null
-	kubectl config --kubeconfig "$hub_view" set-context "$name" --cluster "$name" --user urutau-fleet-hub >/dev/null
-	kubectl config --kubeconfig "$hub_view" use-context "$name" >/dev/null
-	"$hub_bin" member-secret --name "$name" --kubeconfig "$hub_view" --labels "${MEMBER_LABELS[$name]}" |
-		kubectl --kubeconfig "$hub_kc" apply -f -
+	log "joining $name (https://$ip:6443) with kubectl urutau join"
+	"$plugin" join "$name" --kubeconfig "$hub_kc" --member-kubeconfig "$kc" \
+		--member-server "https://$ip:6443" --labels "${MEMBER_LABELS[$name]}" --namespaces "$E2E_NAMESPACE" --force
 }
 
 write_restart_helper() {
@@ -347,19 +312,90 @@ write_restart_helper() {
 	cat >"$helper" <<-EOF
 		#!/usr/bin/env bash
 		# E2E_RESTART_MEMBER for test/kind: \$1 is the member, \$2 the pause (a Go duration).
-		export URUTAU_CACHE_DIR=$(printf '%q' "$CACHE")
+		export URUTAU_CACHE_DIR=$(printf '%q' "$CACHE") DOCKER_HOST=$(printf '%q' "$DOCKER_HOST")
+		export PATH=$(printf '%q' "$PATH")
 		exec $(printf '%q' "$ROOT/hack/kind-e2e.sh") restart-member "\$@"
 	EOF
 	chmod +x "$helper"
 	printf '%s' "$helper"
 }
 
+# create_clusters creates the three clusters one after the other (each logs to
+# $WORK/<cluster>.create.log), then builds the images and the plugin. At once, on 2 cores shared
+# with the Go builds, kubeadm's wait for its API server timed out: one at a time is the reliable way.
+create_clusters() {
+	local config=$1 c
+	for c in "$HUB_CLUSTER" "${MEMBERS[@]/#/urutau-}"; do
+		# A second try: kind deletes a cluster whose creation failed, and on a busy machine the
+		# first may time out where the next does not.
+		if ! create_cluster "$c" "$(kubeconfig_of "${c#urutau-}")" "$config" >"$WORK/$c.create.log" 2>&1 &&
+			! { log "creating $c failed; once more (first try: $WORK/$c.create-1.log)" &&
+				mv "$WORK/$c.create.log" "$WORK/$c.create-1.log" &&
+				create_cluster "$c" "$(kubeconfig_of "${c#urutau-}")" "$config" >"$WORK/$c.create.log" 2>&1; }; then
+			tail -n 40 "$WORK/$c.create.log" >&2
+			die "creating $c failed twice: $WORK/$c.create.log"
+		fi
+		log "cluster $c is up"
+	done
+	build_images
+	(cd "$ROOT" && nice go build -o "$WORK/bin/kubectl-urutau" ./cmd/kubectl-urutau)
+}
+
+# up creates the clusters and deploys the fleet; it sets HUB_KC and MEMBER_LIST.
+up() {
+	local config m member_kcs=()
+	config=$(kind_config)
+	mkdir -p "$WORK/bin"
+	HUB_KC=$(kubeconfig_of hub)
+	create_clusters "$config"
+	for m in "${MEMBERS[@]}"; do
+		member_kcs+=("$m=$(kubeconfig_of "$m")")
+	done
+	MEMBER_LIST=$(
+		IFS=,
+		printf '%s' "${member_kcs[*]}"
+	)
+	"$KIND" load docker-image "$HUB_IMAGE" --name "$HUB_CLUSTER"
+	for m in "${MEMBERS[@]}"; do
+		"$KIND" load docker-image "$STANDIN_IMAGE" "$STUBBORN_IMAGE" --name "$(cluster_of "$m")"
+	done
+	deploy_hub "$HUB_KC"
+	for m in "${MEMBERS[@]}"; do
+		join_member "$m" "$HUB_KC" "$WORK/bin/kubectl-urutau"
+	done
+}
+
+# cleanup runs at exit, Ctrl-C included: what --keep does not keep goes.
+cleanup() {
+	local rc=$? j
+	trap - EXIT INT TERM
+	# Cluster creations still running (interrupted during create_clusters): ours, by id.
+	for j in $(jobs -p); do
+		kill "$j" 2>/dev/null || true
+	done
+	wait 2>/dev/null || true
+	if [[ $KEEP != 1 ]]; then
+		log "deleting the kind clusters (--keep leaves them)"
+		delete_clusters
+		if [[ $STARTED_DOCKER == 1 ]]; then
+			"$ROOT/hack/kind/docker.sh" stop
+		fi
+	else
+		log "kept: kubeconfigs in $WORK/*.kubeconfig, DOCKER_HOST=$DOCKER_HOST; 'hack/kind-e2e.sh down' deletes them"
+	fi
+	exit "$rc"
+}
+
+KEEP=${KIND_E2E_KEEP:-0}
+
 main() {
-	local keep=${KIND_E2E_KEEP:-} base=self-signed arg m
-	for arg in "$@"; do
+	local arg go_args=()
+	while (($#)); do
+		arg=$1
+		shift
 		case $arg in
-		--keep) keep=1 ;;
-		--cert-manager) base=default ;;
+		--keep) KEEP=1 ;;
+		--) go_args=("$@"); break ;;
 		-h | --help)
 			sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed -e '$d' -e 's/^# \{0,1\}//'
 			return 0
@@ -367,61 +403,44 @@ main() {
 		*) die "unknown argument $arg (see --help)" ;;
 		esac
 	done
-	preflight
 	mkdir -p "$WORK"
-	if [[ $keep != 1 ]]; then
-		trap 'log "deleting the kind clusters (--keep leaves them)"; delete_clusters' EXIT
-	fi
-
-	local hub_kc member_kcs=() hub_bin=$WORK/bin/hub
-	hub_kc=$(kubeconfig_of hub)
-	create_cluster "$HUB_CLUSTER" "$hub_kc"
-	for m in "${MEMBERS[@]}"; do
-		create_cluster "$(cluster_of "$m")" "$(kubeconfig_of "$m")"
-		member_kcs+=("$m=$(kubeconfig_of "$m")")
-	done
-
-	log "building $HUB_IMAGE and $COORDINATOR_IMAGE"
-	docker build -t "$HUB_IMAGE" --build-arg GOPROXY="$(go env GOPROXY)" "$ROOT"
-	build_stub_image
-	"$KIND" load docker-image "$HUB_IMAGE" --name "$HUB_CLUSTER"
-	for m in "${MEMBERS[@]}"; do
-		"$KIND" load docker-image "$COORDINATOR_IMAGE" --name "$(cluster_of "$m")"
-	done
-
-	if [[ $base == default ]]; then
-		install_cert_manager "$hub_kc"
-	fi
-	deploy_hub "$hub_kc" "$base"
-
-	log "building the hub binary for 'hub member-secret'"
-	(cd "$ROOT" && go build -o "$hub_bin" ./cmd/hub)
-	for m in "${MEMBERS[@]}"; do
-		register_member "$m" "$hub_kc" "$hub_bin"
-	done
-
-	local helper member_list
+	trap cleanup EXIT
+	trap 'exit 130' INT
+	trap 'exit 143' TERM
+	local start=$SECONDS
+	preflight
+	up
+	local helper
 	helper=$(write_restart_helper)
-	member_list=$(
-		IFS=,
-		printf '%s' "${member_kcs[*]}"
-	)
 	log "running test/kind against the kind clusters"
+	local rc=0
 	(
 		cd "$ROOT"
-		E2E_HUB_KUBECONFIG=$hub_kc E2E_MEMBER_KUBECONFIGS=$member_list E2E_RESTART_MEMBER=$helper \
-			go test ./test/kind/ -count=1 -timeout 30m -v -ginkgo.v
-	)
-	if [[ $keep == 1 ]]; then
-		log "clusters kept: kubeconfigs in $WORK/*.kubeconfig; 'hack/kind-e2e.sh down' deletes them"
-	fi
+		E2E_HUB_KUBECONFIG=$HUB_KC E2E_MEMBER_KUBECONFIGS=$MEMBER_LIST E2E_RESTART_MEMBER=$helper \
+			E2E_IGNORES_SIGTERM_IMAGE=$STUBBORN_IMAGE E2E_TIMEOUT=${E2E_TIMEOUT:-4m} go test ./test/kind/ -count=1 -timeout 60m -v -ginkgo.v "${go_args[@]}"
+	) || rc=$?
+	log "test/kind on kind: exit $rc, $((SECONDS - start))s in all"
+	printf '%(%Y-%m-%dT%H:%M:%S)T e2e-kind-total %ss rc=%s\n' -1 $((SECONDS - start)) "$rc" >>"$KIND_CACHE/timings.log"
+	return "$rc"
 }
 
 case ${1:-} in
+up)
+	KEEP=1
+	mkdir -p "$WORK"
+	trap cleanup EXIT
+	trap 'exit 130' INT
+	trap 'exit 143' TERM
+	preflight
+	up
+	log "run the suite: E2E_HUB_KUBECONFIG=$HUB_KC E2E_MEMBER_KUBECONFIGS=$MEMBER_LIST E2E_RESTART_MEMBER=$(write_restart_helper) E2E_IGNORES_SIGTERM_IMAGE=$STUBBORN_IMAGE go test ./test/kind/ -count=1 -v"
+	;;
 down)
+	use_docker
 	ensure_kind
 	mkdir -p "$WORK"
 	delete_clusters
+	"$ROOT/hack/kind/docker.sh" stop
 	;;
 restart-member)
 	[[ $# == 3 ]] || die "usage: $0 restart-member NAME PAUSE"

@@ -266,6 +266,8 @@ type WorkerSpec struct {
 // Placement selects member clusters: the union of Clusters and ClusterSelector. Neither set places
 // the pipeline nowhere; it never means "everywhere", so an empty selector is rejected.
 // +kubebuilder:validation:XValidation:rule="!has(self.clusterSelector) || has(self.clusterSelector.matchLabels) || has(self.clusterSelector.matchExpressions)",message="clusterSelector must not be empty: an empty selector would select every member cluster; list the labels to match, or remove it"
+// +kubebuilder:validation:XValidation:rule="!has(self.failover) || ((!has(self.clusters) || size(self.clusters) == 0) && !has(self.clusterSelector))",message="a failover placement chooses its one member among failover.candidates: leave clusters and clusterSelector empty"
+// +kubebuilder:validation:XValidation:rule="!has(self.failover) || (has(self.fenced) && self.fenced)",message="a failover placement must be fenced (fenced: true): without the fence, a move away from a member the hub cannot reach waits for a person to confirm it gone"
 type Placement struct {
 	// Clusters are member cluster names, as the cluster inventory names them.
 	// +optional
@@ -279,6 +281,18 @@ type Placement struct {
 	// Secret or the ClusterProfile).
 	// +optional
 	ClusterSelector *metav1.LabelSelector `json:"clusterSelector,omitempty"`
+
+	// Fenced runs each coordinator under the fence: it runs only while the hub renews its fence
+	// Lease in the member, and stops by itself within a bound when renewals stop, whether or not
+	// the hub can reach the member. A move away from a member that does not answer then completes
+	// once that bound has passed, without urutau.io/confirm-cluster-gone (docs/failover.md).
+	// +optional
+	Fenced bool `json:"fenced,omitempty"`
+
+	// Failover runs the pipeline on one of its candidates at a time and moves it when that
+	// member is lost. Exclusive with Clusters and ClusterSelector; needs Fenced.
+	// +optional
+	Failover *FailoverPlacement `json:"failover,omitempty"`
 }
 
 // ClusterOverride changes a few settings on the named member clusters.
@@ -373,6 +387,10 @@ type CDCPipelineStatus struct {
 	// runs and guards its source: one reader per source identity across the fleet.
 	// +optional
 	ReaderLease string `json:"readerLease,omitempty"`
+
+	// Failover is where a failover placement runs and its last move.
+	// +optional
+	Failover *FailoverStatus `json:"failover,omitempty"`
 }
 
 // Terminated records why the pipeline stopped for good.

@@ -14,11 +14,22 @@ import (
 // namespace, M and N. Whatever the policies say, system namespaces are never used (kube-system,
 // kube-public, kube-node-lease, default, every kube-* namespace, the hub's and config/spoke's own
 // namespaces, and any namespace labelled urutau.io/system-namespace=true), and a member namespace
-// must carry urutau.io/fleet-managed=true before the hub writes there (docs/security.md).
+// must carry urutau.io/fleet-managed=true before the hub writes there (docs/security.md). A policy
+// also says which images the pipelines it governs may run on the members it grants (images), and
+// may let them into member namespaces with a weak Pod Security level (allowWeakPodSecurity).
+//
+// Not in the urutau category: `kubectl get urutau -n NS` lists every kind of the category, and a
+// cluster-scoped kind there is listed cluster-wide, which a namespace viewer may not do (kubectl
+// would fail the whole command with Forbidden).
 //
 // +kubebuilder:object:root=true
-// +kubebuilder:resource:path=placementpolicies,singular=placementpolicy,scope=Cluster
+// +kubebuilder:resource:path=placementpolicies,singular=placementpolicy,scope=Cluster,shortName=plpol
+// +kubebuilder:printcolumn:name="Namespaces",type=string,JSONPath=`.spec.namespaces`,description="Hub namespaces, by name, whose pipelines the policy governs (-o wide: by label)"
+// +kubebuilder:printcolumn:name="Members",type=string,JSONPath=`.spec.clusters`,description="Members, by name, those pipelines may run on (-o wide: by label)"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="Namespace Selector",type=string,JSONPath=`.spec.namespaceSelector`,priority=1,description="Hub namespaces by label"
+// +kubebuilder:printcolumn:name="Member Selector",type=string,JSONPath=`.spec.clusterSelector`,priority=1,description="Members by the labels of their inventory entries"
+// +kubebuilder:printcolumn:name="Member Namespaces",type=string,JSONPath=`.spec.memberNamespaces`,priority=1,description="Member namespaces the pipelines may write into (empty: the one named like the hub namespace)"
 type PlacementPolicy struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
@@ -61,6 +72,40 @@ type PlacementPolicySpec struct {
 	// +listType=set
 	// +kubebuilder:validation:items:MaxLength=63
 	MemberNamespaces []string `json:"memberNamespaces,omitempty"`
+
+	// Images are the images, besides the hub's own (--allowed-images and its default
+	// --coordinator-image), that pipelines this policy governs may run (spec.image,
+	// spec.overrides[].image) on the members it selects. Unset allows none beyond the hub's.
+	// +optional
+	Images *ImagePolicy `json:"images,omitempty"`
+
+	// AllowWeakPodSecurity lets pipelines this policy governs run in member namespaces that
+	// enforce less than the Pod Security "baseline" level (label
+	// pod-security.kubernetes.io/enforce missing or "privileged"). Off: the hub refuses to place
+	// there, since the coordinator runs the tenant's image with the rights of its Role.
+	// +optional
+	AllowWeakPodSecurity bool `json:"allowWeakPodSecurity,omitempty"`
+}
+
+// ImagePolicy says which images pipelines may run. A pattern is an image repository, written as
+// in an image reference ("ghcr.io/urutau-io/urutau"; a name without a registry is Docker Hub's,
+// "urutau" is "docker.io/library/urutau"), and matches every tag and digest of that repository;
+// with ":tag" or "@sha256:..." it matches only that tag or digest; "registry.example.com/team/*"
+// matches every repository below registry.example.com/team/ (not team itself, nor team-b); "*"
+// matches every image. Registries compare with their port: "registry:5000/x" is not "registry/x".
+type ImagePolicy struct {
+	// Allowed are the patterns, any of which allows an image.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=512
+	// +kubebuilder:validation:items:Pattern=`^[^\s]+$`
+	Allowed []string `json:"allowed,omitempty"`
+
+	// RequireDigest allows an image only when it is pinned by digest (image@sha256:<64 hex>), so
+	// what runs cannot change under the same name.
+	// +optional
+	RequireDigest bool `json:"requireDigest,omitempty"`
 }
 
 // PlacementPolicyList is a list of PlacementPolicies.

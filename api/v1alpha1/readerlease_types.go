@@ -132,4 +132,8 @@ type LeaseMember struct {
 	// Since is when the entry took its current state.
 	// +optional
 	Since metav1.Time `json:"since,omitempty"`
+
+	// Fence is set while the pipeline's placement there is fenced (spec.placement.fenced).
+	// +optional
+	Fence *LeaseMemberFence `json:"fence,omitempty"`
 }

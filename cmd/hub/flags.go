@@ -17,6 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/urutau-io/fleet/internal/credentials"
+	"github.com/urutau-io/fleet/internal/fleet"
+	"github.com/urutau-io/fleet/internal/tenancy"
 )
 
 // Cluster providers --cluster-provider accepts.
@@ -81,8 +83,20 @@ type options struct {
 	deleteOrphans           bool
 	networkPolicy           bool
 
+	// fenceImage holds /fence (the hub's own image); fenceTTL, fenceGrace and fenceMargin are
+	// the fence's bound and what the hub waits beyond it (docs/failover.md).
+	fenceImage                        string
+	fenceTTL, fenceGrace, fenceMargin time.Duration
+
 	// memberPolicy is what member credentials may use beyond the safe default.
 	memberPolicy credentials.Policy
+
+	// allowedImages and requireImageDigests are the hub's image rules besides its default image
+	// (tenancy.ImageSettings); allowWeakPodSecurity lets pipelines into member namespaces that
+	// enforce less than the Pod Security baseline level.
+	allowedImages        []string
+	requireImageDigests  bool
+	allowWeakPodSecurity bool
 
 	zap zap.Options
 }
@@ -97,6 +111,14 @@ func newFlagSet(o *options, watchNamespaces *string, serverAllowlist *[]string) 
 	// The single-cluster operator's flags, same names and defaults.
 	fs.StringVar(&o.coordinatorImage, "coordinator-image", "",
 		"Image of the coordinator and the workers when a pipeline names none. Required.")
+	fs.StringVar(&o.fenceImage, "fence-image", "",
+		"Image that holds the fence (/fence): the hub's own image. Fenced placements (spec.placement.fenced) copy it into their coordinator pod; without it they wait, stalled.")
+	fs.DurationVar(&o.fenceTTL, "fence-ttl", fleet.DefaultFenceTTL,
+		"A fenced coordinator runs while the hub's last renewal of its fence Lease is younger than this; the hub renews every quarter of it. Whole seconds. A hub down for longer stops fenced coordinators.")
+	fs.DurationVar(&o.fenceGrace, "fence-grace", fleet.DefaultFenceGrace,
+		"How long a fenced coordinator has between SIGTERM and SIGKILL once its renewals stopped. Whole seconds.")
+	fs.DurationVar(&o.fenceMargin, "fence-margin", fleet.DefaultFenceMargin,
+		"What the hub waits beyond --fence-ttl + --fence-grace after its last renewal before it counts a member it cannot reach as drained of a fenced coordinator: clock rate drift, the fence's loop, a process's death.")
 	fs.StringVar(&o.fieldManager, "field-manager", "urutau-operator",
 		"Base Server-Side Apply field manager: hub writes use it as is, writes into member X use <base>@X. Never change it once released.")
 	fs.BoolVar(&o.enableWebhook, "enable-webhook", true,
@@ -166,6 +188,14 @@ func newFlagSet(o *options, watchNamespaces *string, serverAllowlist *[]string) 
 	fs.StringSliceVar(serverAllowlist, "member-server-allowlist", nil,
 		"Comma-separated hosts a member's server may name: exact names, *.domain wildcards, CIDRs. Empty: any host but link-local, unspecified and multicast addresses.")
 
+	// What tenants may run (docs/security.md): the platform admin's, closed by default.
+	fs.StringSliceVar(&o.allowedImages, "allowed-images", nil,
+		"Comma-separated image patterns every pipeline may run besides --coordinator-image: a repository (any tag or digest), repository:tag, repository@sha256:..., registry/path/* (every repository below), or *. PlacementPolicies allow more per namespace and member (spec.images). Empty: only --coordinator-image and what policies allow.")
+	fs.BoolVar(&o.requireImageDigests, "require-image-digests", false,
+		"Run pipeline images only when pinned by digest (image@sha256:...); --coordinator-image is exempt.")
+	fs.BoolVar(&o.allowWeakPodSecurity, "allow-weak-pod-security", false,
+		"Place pipelines into member namespaces whose pod-security.kubernetes.io/enforce label is missing or privileged. Off: refused (per policy: PlacementPolicy spec.allowWeakPodSecurity).")
+
 	// zap's flags are Go flags; pflag carries them unchanged (--zap-log-level, --zap-devel, ...).
 	gofs := flag.NewFlagSet("zap", flag.ContinueOnError)
 	o.zap.BindFlags(gofs)
@@ -192,6 +222,7 @@ func parseFlags(args []string) (options, error) {
 		return options{}, fmt.Errorf("unexpected arguments: %q", fs.Args())
 	}
 	o.coordinatorImage = strings.TrimSpace(o.coordinatorImage)
+	o.allowedImages = splitList(strings.Join(o.allowedImages, ","))
 	o.watchNamespaces = splitList(watch)
 	if o.kedaThreshold = strings.TrimSpace(o.kedaThreshold); o.kedaThreshold == "" {
 		o.kedaThreshold = defaultKEDAThreshold
@@ -244,7 +275,24 @@ func (o options) validate() error {
 	if o.maxConcurrentReconciles < 1 {
 		errs = append(errs, fmt.Errorf("--max-concurrent-reconciles must be at least 1, not %d", o.maxConcurrentReconciles))
 	}
+	if o.fenceTTL < 4*time.Second || o.fenceTTL%time.Second != 0 {
+		errs = append(errs, fmt.Errorf("--fence-ttl must be a whole number of seconds, at least 4s, not %s", o.fenceTTL))
+	}
+	if o.fenceGrace < 0 || o.fenceGrace%time.Second != 0 {
+		errs = append(errs, fmt.Errorf("--fence-grace must be a whole number of seconds, not negative, not %s", o.fenceGrace))
+	}
+	if o.fenceMargin < 0 {
+		errs = append(errs, fmt.Errorf("--fence-margin must not be negative, not %s", o.fenceMargin))
+	}
+	if err := tenancy.ParseImagePatterns(o.allowedImages); err != nil {
+		errs = append(errs, fmt.Errorf("--allowed-images: %w", err))
+	}
 	return errors.Join(errs...)
+}
+
+// images are the hub's image rules, for the webhook and the reconciler.
+func (o options) images() tenancy.ImageSettings {
+	return tenancy.ImageSettings{Default: o.coordinatorImage, Allowed: o.allowedImages, RequireDigest: o.requireImageDigests}
 }
 
 // certDir is where the webhook server reads its certificate.

@@ -38,6 +38,9 @@ func defaults() options {
 		maxConcurrentReconciles: 4,
 		orphanScanInterval:      5 * time.Minute,
 		secretRecheckInterval:   time.Minute,
+		fenceTTL:                30 * time.Second,
+		fenceGrace:              15 * time.Second,
+		fenceMargin:             10 * time.Second,
 	}
 }
 
@@ -70,6 +73,8 @@ func TestParseFlags(t *testing.T) {
 				"--member-allow-proxy", "--member-allow-insecure-tls", "--member-server-allowlist=*.members.example, 10.0.0.0/8",
 				"--member-health-interval=4s", "--orphan-scan-interval=1m", "--delete-orphans",
 				"--secret-recheck-interval=20s",
+				"--allowed-images=ghcr.io/urutau-io/urutau, registry.example.com/team/*", "--require-image-digests", "--allow-weak-pod-security",
+				"--fence-image=reg/hub:2", "--fence-ttl=20s", "--fence-grace=5s", "--fence-margin=3s",
 			},
 			want: func(o *options) {
 				*o = options{
@@ -88,6 +93,8 @@ func TestParseFlags(t *testing.T) {
 					maxConcurrentReconciles: 9, zap: zap.Options{Development: true}, kubeconfig: "/hub/config",
 					healthInterval: 4 * time.Second, orphanScanInterval: time.Minute, deleteOrphans: true,
 					secretRecheckInterval: 20 * time.Second,
+					allowedImages:         []string{"ghcr.io/urutau-io/urutau", "registry.example.com/team/*"}, requireImageDigests: true, allowWeakPodSecurity: true,
+					fenceImage: "reg/hub:2", fenceTTL: 20 * time.Second, fenceGrace: 5 * time.Second, fenceMargin: 3 * time.Second,
 				}
 			},
 		},
@@ -105,6 +112,8 @@ func TestParseFlags(t *testing.T) {
 		{name: "keda-threshold not a number", args: []string{"--coordinator-image=img", "--keda-threshold=lots"}, wantErr: []string{`--keda-threshold must be a positive number, not "lots"`}},
 		{name: "tombstone-grace zero", args: []string{"--coordinator-image=img", "--tombstone-grace=0s"}, wantErr: []string{"--tombstone-grace must be positive"}},
 		{name: "coordinator image missing", args: nil, wantErr: []string{"--coordinator-image is required"}},
+		{name: "fence ttl not whole seconds", args: []string{"--coordinator-image=img", "--fence-ttl=2500ms"}, wantErr: []string{"--fence-ttl must be a whole number of seconds"}},
+		{name: "fence grace negative", args: []string{"--coordinator-image=img", "--fence-grace=-1s"}, wantErr: []string{"--fence-grace must be a whole number of seconds"}},
 		{name: "coordinator image blank", args: []string{"--coordinator-image= "}, wantErr: []string{"--coordinator-image is required"}},
 		{
 			name:    "every invalid value reported at once",
@@ -112,6 +121,8 @@ func TestParseFlags(t *testing.T) {
 			wantErr: []string{"--coordinator-image", "--cluster-provider must be", "--keda-threshold", "--member-timeout", "--tombstone-grace", "--max-concurrent-reconciles", "--field-manager", "--cluster-provider-namespace", "--webhook-port must be a port number"},
 		},
 		{name: "bad server allow-list", args: []string{"--coordinator-image=img", "--member-server-allowlist=api.example:6443"}, wantErr: []string{"--member-server-allowlist", "without a port"}},
+		{name: "bad image pattern", args: []string{"--coordinator-image=img", "--allowed-images=registry.example.com/*/x,Upper"},
+			wantErr: []string{"--allowed-images", `image pattern "registry.example.com/*/x"`, `image pattern "Upper"`}},
 		{name: "unknown flag", args: []string{"--coordinator-image=img", "--nope"}, wantErr: []string{"unknown flag: --nope"}},
 		{name: "bad duration", args: []string{"--coordinator-image=img", "--member-timeout=soon"}, wantErr: []string{"member-timeout"}},
 		{name: "positional argument", args: []string{"--coordinator-image=img", "serve"}, wantErr: []string{"unexpected arguments"}},

@@ -38,9 +38,9 @@ import (
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
 	"github.com/urutau-io/fleet/internal/credentials"
 	"github.com/urutau-io/fleet/internal/fleet"
-	"github.com/urutau-io/fleet/internal/fleet/inventory"
-	"github.com/urutau-io/fleet/internal/fleet/inventory/clusterprofile"
 	"github.com/urutau-io/fleet/internal/fleetview"
+	"github.com/urutau-io/fleet/internal/inventory"
+	"github.com/urutau-io/fleet/internal/inventory/clusterprofile"
 	"github.com/urutau-io/fleet/internal/version"
 	internalwebhook "github.com/urutau-io/fleet/internal/webhook"
 )
@@ -214,12 +214,18 @@ func setup(ctx context.Context, o options, cfg *rest.Config) (mcmanager.Manager,
 		Leader:                  leader,
 		TombstoneGrace:          o.tombstoneGrace,
 		ReservedNamespaces:      o.reservedNamespaces(),
+		Images:                  o.images(),
+		AllowWeakPodSecurity:    o.allowWeakPodSecurity,
 		LeaseNamespace:          o.leaseNamespace,
 		HealthInterval:          o.healthInterval,
 		OrphanScanInterval:      o.orphanScanInterval,
 		SecretRecheckInterval:   o.secretRecheckInterval,
 		DeleteOrphans:           o.deleteOrphans,
 		MaxConcurrentReconciles: o.maxConcurrentReconciles,
+		FenceImage:              o.fenceImage,
+		FenceTTL:                o.fenceTTL,
+		FenceGrace:              o.fenceGrace,
+		FenceMargin:             o.fenceMargin,
 	}
 	// Also sets up the ReaderLease controller (tombstone replay) and the member health checks.
 	if err := coordinators.SetupWithManager(mgr); err != nil {
@@ -227,7 +233,7 @@ func setup(ctx context.Context, o options, cfg *rest.Config) (mcmanager.Manager,
 	}
 	if o.enableWebhook {
 		v := &internalwebhook.CDCPipelineValidator{Client: hub.GetAPIReader(), Tenancy: &internalwebhook.TenancyCheck{
-			Reader: hub.GetAPIReader(), Inventory: members, Reserved: o.reservedNamespaces(),
+			Reader: hub.GetAPIReader(), Inventory: members, Reserved: o.reservedNamespaces(), Images: o.images(),
 		}}
 		// The uniqueness check reads the few pipelines sharing an identity from the cache's index,
 		// when the cache holds every pipeline of the hub; with --watch-namespaces it lists them live.

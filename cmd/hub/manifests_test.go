@@ -81,3 +81,43 @@ func TestShippedDeploymentArgs(t *testing.T) {
 		})
 	}
 }
+
+// TestShippedDeploymentSetsGOMEMLIMIT: the Go runtime's soft memory limit is the container's
+// memory limit, in bytes (GOMEMLIMIT reads a bare number as bytes, so the divisor must be 1).
+func TestShippedDeploymentSetsGOMEMLIMIT(t *testing.T) {
+	resMap, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), "../../config/hub/default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, r := range resMap.Resources() {
+		if r.GetKind() != "Deployment" {
+			continue
+		}
+		raw, err := r.AsYAML()
+		if err != nil {
+			t.Fatal(err)
+		}
+		dep := &appsv1.Deployment{}
+		if err := yaml.UnmarshalStrict(raw, dep); err != nil {
+			t.Fatal(err)
+		}
+		c := dep.Spec.Template.Spec.Containers[0]
+		if c.Resources.Limits.Memory().IsZero() {
+			t.Error("the hub container has no memory limit for GOMEMLIMIT to follow")
+		}
+		for _, e := range c.Env {
+			if e.Name != "GOMEMLIMIT" {
+				continue
+			}
+			found = true
+			ref := e.ValueFrom.ResourceFieldRef
+			if ref == nil || ref.Resource != "limits.memory" || (!ref.Divisor.IsZero() && ref.Divisor.Value() != 1) {
+				t.Errorf("GOMEMLIMIT = %+v, want the container's limits.memory in bytes", e.ValueFrom)
+			}
+		}
+	}
+	if !found {
+		t.Error("the shipped Deployment does not set GOMEMLIMIT")
+	}
+}

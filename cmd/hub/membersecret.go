@@ -21,8 +21,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/urutau-io/fleet/internal/credentials"
-	"github.com/urutau-io/fleet/internal/fleet/inventory"
 	"github.com/urutau-io/fleet/internal/fleetview"
+	"github.com/urutau-io/fleet/internal/inventory"
 )
 
 const memberSecretCommand = "member-secret"

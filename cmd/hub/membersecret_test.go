@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/urutau-io/fleet/internal/credentials"
-	"github.com/urutau-io/fleet/internal/fleet/inventory"
+	"github.com/urutau-io/fleet/internal/inventory"
 	"github.com/urutau-io/fleet/internal/testenv"
 )
 
@@ -140,7 +140,7 @@ func TestMemberSecretErrors(t *testing.T) {
 		{name: "unknown context", args: []string{"--name=a", "--kubeconfig=" + path, "--context=zz"}, want: []string{"zz"}},
 		{name: "positional argument", args: []string{"--name=a", "--kubeconfig=" + path, "extra"}, want: []string{"unexpected arguments"}},
 		// What the hub would refuse is refused here already, with the hub's reason.
-		{name: "exec user", args: []string{"--name=a", "--kubeconfig=" + path, "--context=exec"}, want: []string{"the hub would refuse this kubeconfig (exec)", `command "/hub"`}},
+		{name: "exec user", args: []string{"--name=a", "--kubeconfig=" + path, "--context=exec"}, want: []string{"the hub would refuse this kubeconfig (exec)", `program hub`}},
 		{name: "impersonation", args: []string{"--name=a", "--kubeconfig=" + path, "--context=as"}, want: []string{"(impersonation)"}},
 		{name: "insecure TLS", args: []string{"--name=a", "--kubeconfig=" + path, "--context=insecure"}, want: []string{"(insecure-tls)", "--member-allow-insecure-tls"}},
 		{name: "http server", args: []string{"--name=a", "--kubeconfig=" + path, "--context=http"}, want: []string{"(not-https)"}},

@@ -21,9 +21,9 @@ import (
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 	"sigs.k8s.io/yaml"
 
-	"github.com/urutau-io/fleet/internal/fleet/inventory"
-	"github.com/urutau-io/fleet/internal/fleet/inventory/clusterprofile"
-	"github.com/urutau-io/fleet/internal/fleet/inventory/inventorytest"
+	"github.com/urutau-io/fleet/internal/inventory"
+	"github.com/urutau-io/fleet/internal/inventory/clusterprofile"
+	"github.com/urutau-io/fleet/internal/inventory/inventorytest"
 	"github.com/urutau-io/fleet/internal/testenv"
 )
 
@@ -151,12 +151,12 @@ func expectRefusedSecret(ctx context.Context, g Gomega, hubClient client.Client,
 			for _, lp := range m.GetLabel() {
 				l[lp.GetName()] = lp.GetValue()
 			}
-			if l["cluster"] == "member-exec" && l["reason"] == "exec" {
+			if l["member"] == "member-exec" && l["reason"] == "exec" {
 				refused += m.GetCounter().GetValue()
 			}
 		}
 	}
-	g.Expect(refused).To(BeNumerically(">=", 1), "urutau_fleet_member_credentials_refused_total{cluster=member-exec,reason=exec}")
+	g.Expect(refused).To(BeNumerically(">=", 1), "urutau_fleet_member_credentials_refused_total{member=member-exec,reason=exec}")
 	g.Consistently(func() error {
 		_, err := mgr.GetCluster(ctx, "member-exec")
 		return err

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
+	"github.com/urutau-io/fleet/internal/tenancy"
 	"github.com/urutau-io/fleet/internal/testenv"
 )
 
@@ -46,9 +47,9 @@ func (e *env) makePipelines(ns string, s size, members []*testenv.Cluster, repli
 // benchPipeline is the pipeline the bench creates: a MySQL source read with serverID (urutau's
 // dialect: a string holding a uint32), one table into an Iceberg REST catalog, no placement yet.
 func benchPipeline(ns, name string, serverID int) *urutauv1alpha1.CDCPipeline {
-	def := fmt.Sprintf(`{"pipeline":"bench-%d","source":{"kind":"mysql","serverId":"%d","uri":"mysql://bench@db:3306/shop"},`+
+	def := fmt.Sprintf(`{"pipeline":%q,"source":{"kind":"mysql","serverId":"%d","uri":"mysql://bench@db:3306/shop"},`+
 		`"sink":{"type":"iceberg+rest","uri":"http://catalog.lake:8181/api/catalog","namespace":"raw","warehouse":"s3://lake/warehouse"},`+
-		`"tables":[{"source":"shop.orders","target":"raw.orders","primaryKey":["id"]}]}`, serverID, serverID)
+		`"tables":[{"source":"shop.orders","target":"raw.orders","primaryKey":["id"]}]}`, name, serverID)
 	return &urutauv1alpha1.CDCPipeline{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: urutauv1alpha1.CDCPipelineSpec{
@@ -76,7 +77,7 @@ func (e *env) createNamespace(ctx context.Context, ns string, on []*testenv.Clus
 	for _, c := range on {
 		// Opened to the fleet, as a member's platform team does (the hub's tenancy boundary).
 		err := e.clients[c.Name].Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns,
-			Labels: map[string]string{urutauv1alpha1.LabelFleetManaged: "true"}}})
+			Labels: map[string]string{urutauv1alpha1.LabelFleetManaged: "true", tenancy.LabelPodSecurityEnforce: tenancy.PodSecurityRestricted}}})
 		if err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("creating namespace %s in %s: %w", ns, c.Name, err)
 		}

@@ -87,7 +87,7 @@ func (h *hubProcess) engagedAll(ctx context.Context, members []string) (bool, er
 	if len(members) == 0 {
 		return true, nil
 	}
-	engaged, err := hubMetric(ctx, h.metricsAddr, "urutau_fleet_member_engaged", "cluster")
+	engaged, err := hubMetric(ctx, h.metricsAddr, "urutau_fleet_member_engaged", "member")
 	if err != nil {
 		return false, nil // not serving metrics yet
 	}

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -84,8 +86,12 @@ func (e *env) createRun(ctx context.Context, o options, s size, ns string, hub *
 		return nil, err
 	}
 	var prof *profiler
+	var apiProfs []*profiler
 	if hub.pprofAddr != "" {
-		if prof, err = startProfiler(ctx, hub.pprofAddr, o.profileDir, s.String()+"-hub"); err != nil {
+		if prof, err = startProfiler(ctx, hubPprof(hub.pprofAddr), e.hubBin, o.profileDir, s.String()+"-hub"); err != nil {
+			return nil, err
+		}
+		if apiProfs, err = e.startAPIServerProfilers(ctx, o, s, members[0]); err != nil {
 			return nil, err
 		}
 	}
@@ -116,14 +122,44 @@ func (e *env) createRun(ctx context.Context, o options, s size, ns string, hub *
 	}
 	r.reconciles = rec1 - rec0
 	if prof != nil {
-		f, err := prof.finish()
+		f, err := prof.finish(true)
 		if err != nil {
 			return nil, err
 		}
-		res.profile = &f
+		res.profiles = append(res.profiles, f)
 		fmt.Printf("   hub profiles: %s (CPU slices merged at the end), %s\n", f.cpu, f.heap)
 	}
+	for _, p := range apiProfs {
+		f, err := p.finish(false)
+		if err != nil {
+			return nil, err
+		}
+		res.profiles = append(res.profiles, f)
+		fmt.Printf("   API server profile: %s\n", f.cpu)
+	}
 	return pipelines, nil
+}
+
+// startAPIServerProfilers profiles, over the same window as the hub, the hub's API server and the
+// API server of member: where the CPU of a hub run goes besides the hub process.
+func (e *env) startAPIServerProfilers(ctx context.Context, o options, s size, member *testenv.Cluster) ([]*profiler, error) {
+	bin := filepath.Join(os.Getenv(testenv.AssetsEnv), "kube-apiserver")
+	var out []*profiler
+	for _, c := range []struct {
+		cluster *testenv.Cluster
+		name    string
+	}{{e.hub, "hub-apiserver"}, {member, "member-apiserver"}} {
+		fetch, err := apiServerPprof(c.cluster.Config)
+		if err != nil {
+			return nil, err
+		}
+		p, err := startProfiler(ctx, fetch, bin, o.profileDir, s.String()+"-"+c.name)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, nil
 }
 
 // noopReconciles is step 3: a label set on every pipeline brings each back for one reconcile

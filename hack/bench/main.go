@@ -208,8 +208,8 @@ func run(ctx context.Context, o options) error {
 		fmt.Println(tableRow(r, base))
 	}
 	for _, r := range results {
-		if r.profile != nil {
-			if err := reportProfile(ctx, e.hubBin, *r.profile); err != nil {
+		for _, f := range r.profiles {
+			if err := reportProfile(ctx, f); err != nil {
 				return err
 			}
 		}

@@ -17,8 +17,9 @@ type result struct {
 	runs                []pairRun
 	// idleMembers and idleHub are the writes in the idle window of the first run.
 	idleMembers, idleHub requests
-	// profile is set when the first hub run was profiled.
-	profile *profileFiles
+	// profiles are those of the first hub run, when it was profiled: the hub's, its API
+	// server's and the first member's API server's.
+	profiles []profileFiles
 }
 
 // pairRun is one floor run and the hub run after it, each in fresh namespaces.

@@ -53,7 +53,8 @@ var parts = []part{
 	{define: "webhooks", file: "config/hub/webhook/manifests.yaml", kind: "ValidatingWebhookConfiguration", name: "validating-webhook-configuration", field: []string{"webhooks"}, edit: templateWebhookService},
 	{define: "viewerRules", file: "config/hub/rbac/user_roles.yaml", kind: "ClusterRole", name: "viewer", field: []string{"rules"}},
 	{define: "editorRules", file: "config/hub/rbac/user_roles.yaml", kind: "ClusterRole", name: "editor", field: []string{"rules"}},
-	{define: "adminRules", file: "config/hub/rbac/user_roles.yaml", kind: "ClusterRole", name: "admin", field: []string{"rules"}},
+	{define: "operatorClusterRoleRules", file: "config/hub/rbac/user_roles.yaml", kind: "ClusterRole", name: "operator", field: []string{"rules"}},
+	{define: "operatorRoleRules", file: "config/hub/rbac/user_roles.yaml", kind: "Role", name: "operator", field: []string{"rules"}},
 	{define: "prometheusRuleGroups", file: "config/monitoring/prometheusrule.yaml", kind: "PrometheusRule", name: "urutau-fleet", field: []string{"spec", "groups"}, escape: true},
 	{define: "dashboard", file: "config/monitoring/grafana-dashboard.json", raw: true, escape: true},
 }

@@ -1,84 +1,156 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 	"time"
 
+	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/duration"
-	"sigs.k8s.io/yaml"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/printers"
+	"k8s.io/kubectl/pkg/cmd/get"
 
 	"github.com/urutau-io/fleet/internal/fleetview"
 )
 
-// Output formats of -o.
+// Output formats of -o that print a table rather than the objects.
 const (
 	outputTable = ""
 	outputWide  = "wide"
-	outputYAML  = "yaml"
-	outputJSON  = "json"
 )
 
-func validOutput(o string) error {
-	switch o {
-	case outputTable, outputWide, outputYAML, outputJSON:
-		return nil
-	}
-	return fmt.Errorf("-o %q: must be one of wide, yaml, json (or empty for a table)", o)
+// printFlags are kubectl get's output flags: -o (a table, wide, json, yaml, name, jsonpath,
+// go-template, custom-columns and their -file forms), --no-headers, --template and
+// --allow-missing-template-keys, printed by kubectl's own printers.
+type printFlags struct {
+	output    string
+	noHeaders bool
+	jsonYAML  *genericclioptions.JSONYamlPrintFlags
+	name      *genericclioptions.NamePrintFlags
+	template  *genericclioptions.KubeTemplatePrintFlags
+	columns   *get.CustomColumnsPrintFlags
 }
 
-// table is what a command prints: its columns (wide ones only with -o wide) and rows.
-type table struct {
-	headers []string
-	// wideFrom is the index of the first column shown only with -o wide; len(headers) if none.
-	wideFrom int
-	rows     [][]string
+func newPrintFlags() *printFlags {
+	return &printFlags{
+		jsonYAML: genericclioptions.NewJSONYamlPrintFlags(),
+		name:     genericclioptions.NewNamePrintFlags(""),
+		template: genericclioptions.NewKubeTemplatePrintFlags(),
+		columns:  get.NewCustomColumnsPrintFlags(),
+	}
 }
 
-// print writes t as kubectl does: upper-case headers, columns padded by three spaces.
-func (t table) print(w io.Writer, wide, noHeaders bool) error {
-	// kubectl's tab writer settings (k8s.io/cli-runtime/pkg/printers.GetNewTabWriter).
-	tw := tabwriter.NewWriter(w, 6, 4, 3, ' ', 0)
-	n := t.wideFrom
-	if wide {
-		n = len(t.headers)
+// allowedFormats are the values -o takes (the template formats take =TEMPLATE).
+func (p *printFlags) allowedFormats() []string {
+	f := []string{outputWide}
+	f = append(f, p.jsonYAML.AllowedFormats()...)
+	f = append(f, p.name.AllowedFormats()...)
+	f = append(f, p.template.AllowedFormats()...)
+	return append(f, p.columns.AllowedFormats()...)
+}
+
+func (p *printFlags) addFlags(cmd *cobra.Command) {
+	// Not jsonYAML.AddFlags: --show-managed-fields would do nothing, these objects have none.
+	p.template.AddFlags(cmd)
+	cmd.Flags().StringVarP(&p.output, "output", "o", "", fmt.Sprintf("Output format. One of: (%s). "+
+		"Without -o, a table. The objects are described in docs/kubectl-urutau.md; see kubectl's custom columns, "+
+		"golang template and jsonpath template.", strings.Join(p.allowedFormats(), ", ")))
+	cmd.Flags().BoolVar(&p.noHeaders, "no-headers", false, "When using the default or custom-column output format, don't print headers.")
+	_ = cmd.RegisterFlagCompletionFunc("output", func(_ *cobra.Command, _ []string, prefix string) ([]string, cobra.ShellCompDirective) {
+		var out []string
+		for _, f := range p.allowedFormats() {
+			if strings.HasPrefix(f, prefix) {
+				out = append(out, f)
+			}
+		}
+		return out, cobra.ShellCompDirectiveNoFileComp
+	})
+}
+
+// table is true when -o asks for the table (with wide columns or not) rather than the objects.
+func (p *printFlags) table() bool {
+	return p.format() == outputTable || p.format() == outputWide
+}
+
+func (p *printFlags) wide() bool { return p.format() == outputWide }
+
+// format is -o, or go-template when only --template is given, as kubectl get does.
+func (p *printFlags) format() string {
+	if p.output == "" && *p.template.TemplateArgument != "" {
+		return "go-template"
 	}
-	if !noHeaders {
-		fmt.Fprintln(tw, strings.ToUpper(strings.Join(t.headers[:n], "\t")))
+	return p.output
+}
+
+// toPrinter returns the printer of the objects for -o, or an error naming the allowed formats.
+// Call it before reading the hub, so a bad -o fails at once.
+func (p *printFlags) toPrinter() (printers.ResourcePrinter, error) {
+	if p.table() {
+		return printers.NewTablePrinter(printers.PrintOptions{Wide: p.wide(), NoHeaders: p.noHeaders}), nil
+	}
+	format := p.format()
+	p.columns.NoHeaders = p.noHeaders
+	p.columns.TemplateArgument = *p.template.TemplateArgument
+	for _, try := range []func(string) (printers.ResourcePrinter, error){p.template.ToPrinter, p.jsonYAML.ToPrinter, p.columns.ToPrinter, p.name.ToPrinter} {
+		if printer, err := try(format); !genericclioptions.IsNoCompatiblePrinterError(err) {
+			if err != nil {
+				return nil, usageError{fmt.Errorf("-o %s: %w", format, err)}
+			}
+			return printer, nil
+		}
+	}
+	return nil, usageError{genericclioptions.NoCompatiblePrinterError{OutputFormat: &format, AllowedFormats: p.allowedFormats()}}
+}
+
+// column is one column of a table; wide ones show only with -o wide.
+type column struct {
+	name string
+	wide bool
+}
+
+// tableRows is what a command prints without -o: its columns and rows.
+type tableRows struct {
+	columns []column
+	rows    [][]any
+}
+
+// metaTable is t as a metav1.Table, which kubectl's table printer prints (wide columns have
+// priority 1, as a server marks them).
+func (t *tableRows) metaTable() *metav1.Table {
+	mt := &metav1.Table{}
+	for _, c := range t.columns {
+		d := metav1.TableColumnDefinition{Name: c.name, Type: "string"}
+		if c.wide {
+			d.Priority = 1
+		}
+		mt.ColumnDefinitions = append(mt.ColumnDefinitions, d)
 	}
 	for _, r := range t.rows {
-		fmt.Fprintln(tw, strings.Join(r[:n], "\t"))
+		mt.Rows = append(mt.Rows, metav1.TableRow{Cells: r})
 	}
-	return tw.Flush()
+	return mt
 }
 
-// list is the -o json|yaml document: a list of items, as kubectl prints a List.
-type list[T any] struct {
-	Kind  string `json:"kind"`
-	Items []T    `json:"items"`
+// list is a kubectl List (apiVersion v1, kind List) of objects, as `kubectl get -o json` prints
+// more than one object.
+func list(items []map[string]any) *unstructured.UnstructuredList {
+	l := &unstructured.UnstructuredList{Object: map[string]any{"apiVersion": "v1", "kind": "List", "metadata": map[string]any{"resourceVersion": ""}}}
+	for _, o := range items {
+		l.Items = append(l.Items, unstructured.Unstructured{Object: o})
+	}
+	return l
 }
 
-func printStructured[T any](w io.Writer, format, kind string, items []T) error {
-	if items == nil {
-		items = []T{}
+// printObjects writes the table, or the objects as -o asks.
+func printObjects(w io.Writer, p printers.ResourcePrinter, table bool, t *tableRows, objects *unstructured.UnstructuredList) error {
+	if table {
+		return p.PrintObj(t.metaTable(), w)
 	}
-	doc := list[T]{Kind: kind, Items: items}
-	var raw []byte
-	var err error
-	if format == outputJSON {
-		raw, err = json.MarshalIndent(doc, "", "    ")
-		raw = append(raw, '\n')
-	} else {
-		raw, err = yaml.Marshal(doc)
-	}
-	if err != nil {
-		return err
-	}
-	_, err = w.Write(raw)
-	return err
+	return p.PrintObj(objects, w)
 }
 
 // none is how kubectl prints an empty cell.

@@ -19,10 +19,12 @@ import (
 	"github.com/urutau-io/fleet/internal/testenv"
 )
 
-// TestViewOnARealHub creates a hub's objects on a real API server (inventory Secrets, pipelines
-// with status as the hub writes it, a tombstone), then runs members and status as a user would,
-// through a kubeconfig file, and checks the tables, the JSON and the exit codes.
-func TestViewOnARealHub(t *testing.T) {
+// TestOnARealHub creates a hub's objects on a real API server (inventory Secrets, pipelines
+// with status as the hub writes it, a tombstone, the hub's Deployment), then runs the commands as
+// a user would, through a kubeconfig file: the tables, the objects -o prints, the exit codes,
+// kubectl's connection flags, completion, version; last, with the CRDs removed, that each command
+// says the hub is not installed.
+func TestOnARealHub(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a real API server")
 	}
@@ -33,12 +35,23 @@ func TestViewOnARealHub(t *testing.T) {
 	hub := clusters[0]
 	t.Cleanup(func() { _ = hub.Stop() })
 	kubeconfig := writeKubeconfig(t, hub)
-	// Times are stored to the second: a fixed clock on a whole second makes AGE exact.
-	fixed := time.Now().Truncate(time.Second)
+	// A fixed clock, on a whole second (the API stores times to the second), makes every AGE and
+	// time in the output exact: the golden files hold them.
+	fixed := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	now = func() time.Time { return fixed }
 	t.Cleanup(func() { now = time.Now })
 	seedHub(t, hub)
 
+	t.Run("views", func(t *testing.T) { checkViews(t, kubeconfig) })
+	t.Run("connection flags", func(t *testing.T) { checkConnectionFlags(t, hub, kubeconfig) })
+	t.Run("completion", func(t *testing.T) { checkCompletion(t, kubeconfig) })
+	t.Run("version", func(t *testing.T) { checkHubVersion(t, hub, kubeconfig) })
+	// Last: it removes the CRDs.
+	t.Run("not installed", func(t *testing.T) { checkNotInstalled(t, hub, kubeconfig) })
+}
+
+// checkViews runs members and status in every output format.
+func checkViews(t *testing.T, kubeconfig string) {
 	out, code := run(t, "members", "--kubeconfig", kubeconfig)
 	if code != ExitUnhealthy {
 		t.Errorf("members exit code %d, want %d (us-1 is unreachable)", code, ExitUnhealthy)
@@ -48,22 +61,51 @@ func TestViewOnARealHub(t *testing.T) {
 		`^eu-1\s+uid-eu-1\s+True\s+True\s+within 30s\s+2\s+1\s+0$`,
 		`^gone\s+<none>\s+Unknown\s+False\s+<unknown>\s+0\s+0\s+1$`,
 		`^us-1\s+uid-us-1\s+False\s+True\s+14m\s+1\s+0\s+0$`)
+	golden(t, "members.txt", out)
 
 	out, _ = run(t, "members", "--kubeconfig", kubeconfig, "-o", "wide")
 	wantLines(t, out, `^NAME\s+.*TOMBSTONES\s+CREDENTIALS\s+SOURCE\s+LABELS\s+MESSAGE$`, `^eu-1\s+.*\s+in 30d\s+Secret\s+region=eu\s+<none>$`,
 		`^us-1\s+.*\s+<none>\s+Secret\s+<none>\s+cluster "us-1" does not answer: connection refused$`)
+	golden(t, "members-wide.txt", out)
 
+	// -o json of many objects is a kubectl List of view objects.
 	out, _ = run(t, "members", "--kubeconfig", kubeconfig, "-o", "json")
 	var members struct {
-		Kind  string
-		Items []map[string]any
+		APIVersion, Kind string
+		Items            []struct {
+			APIVersion, Kind string
+			Metadata         struct {
+				Name   string
+				Labels map[string]string
+			}
+			Status map[string]any
+		}
 	}
 	if err := json.Unmarshal([]byte(out), &members); err != nil {
 		t.Fatalf("members -o json: %v\n%s", err, out)
 	}
-	if members.Kind != "MemberList" || len(members.Items) != 3 || members.Items[0]["name"] != "eu-1" || members.Items[0]["pipelinesPlaced"] != 2.0 ||
-		members.Items[0]["checkInterval"] != "30s" || members.Items[2]["message"] != `cluster "us-1" does not answer: connection refused` {
+	if members.APIVersion != "v1" || members.Kind != "List" || len(members.Items) != 3 {
+		t.Fatalf("members -o json is not a List of 3 members:\n%s", out)
+	}
+	eu, us := members.Items[0], members.Items[2]
+	if eu.APIVersion != "view.urutau.io/v1alpha1" || eu.Kind != "Member" || eu.Metadata.Name != "eu-1" || eu.Metadata.Labels["region"] != "eu" ||
+		eu.Status["pipelinesPlaced"] != 2.0 || eu.Status["checkInterval"] != "30s" || us.Status["message"] != `cluster "us-1" does not answer: connection refused` {
 		t.Errorf("members -o json: %s", out)
+	}
+	golden(t, "members.json", out)
+
+	out, _ = run(t, "members", "--kubeconfig", kubeconfig, "-o", "name")
+	if want := "member.view.urutau.io/eu-1\nmember.view.urutau.io/gone\nmember.view.urutau.io/us-1\n"; out != want {
+		t.Errorf("members -o name:\n%s\nwant\n%s", out, want)
+	}
+	out, _ = run(t, "members", "--kubeconfig", kubeconfig, "-o", `jsonpath={.items[?(@.status.reachable!="True")].metadata.name}`)
+	if out != "gone us-1" {
+		t.Errorf("members -o jsonpath: %q, want the members not reachable", out)
+	}
+	out, _ = run(t, "members", "--kubeconfig", kubeconfig, "-o", "custom-columns=NAME:.metadata.name,UP:.status.reachable,PLACED:.status.pipelinesPlaced", "--no-headers")
+	wantLines(t, out, `^eu-1\s+True\s+2$`, `^us-1\s+False\s+1$`)
+	if strings.Contains(out, "NAME") {
+		t.Errorf("custom-columns with --no-headers printed the header:\n%s", out)
 	}
 
 	out, code = run(t, "status", "--kubeconfig", kubeconfig, "-n", "shop")
@@ -75,6 +117,7 @@ func TestViewOnARealHub(t *testing.T) {
 		`^clicks\s+eu-1\s+Applied\s+1/1\s+0\s+5m\s+waiting for the coordinator$`,
 		`^clicks\s+us-1\s+Unreachable\s+1/1\s+0\s+5m\s+connection refused$`,
 		`^orders\s+eu-1\s+Ready\s+1/1\s+1\s+5m\s+<none>$`)
+	golden(t, "status.txt", out)
 
 	out, code = run(t, "status", "orders", "--kubeconfig", kubeconfig, "-n", "shop")
 	if code != ExitOK {
@@ -85,8 +128,13 @@ func TestViewOnARealHub(t *testing.T) {
 	}
 
 	out, _ = run(t, "status", "-A", "--kubeconfig", kubeconfig, "-o", "yaml")
-	if !strings.Contains(out, "kind: PlacementList") || !strings.Contains(out, "member: us-1") {
+	if !strings.Contains(out, "kind: List") || !strings.Contains(out, "kind: Placement") || !strings.Contains(out, "member: us-1") {
 		t.Errorf("status -A -o yaml:\n%s", out)
+	}
+	golden(t, "status-all.yaml", out)
+	out, _ = run(t, "status", "-A", "--kubeconfig", kubeconfig, "-o", "name")
+	if want := "placement.view.urutau.io/clicks.eu-1\nplacement.view.urutau.io/clicks.us-1\nplacement.view.urutau.io/orders.eu-1\n"; out != want {
+		t.Errorf("status -o name:\n%s\nwant\n%s", out, want)
 	}
 	out, _ = run(t, "status", "-A", "--kubeconfig", kubeconfig, "--no-headers")
 	wantLines(t, out, `^shop\s+clicks\s+eu-1\s+Applied`)

@@ -32,6 +32,10 @@ type Settings struct {
 	// --coordinator-network-policy). The single-cluster operator renders none: off by default.
 	NetworkPolicy bool
 
+	// Fence, when set, runs the coordinator under the fence (fence.go): the placement is fenced.
+	// nil renders exactly what the single-cluster operator renders.
+	Fence *Fence
+
 	// Parsed is the pipeline's definition as spec.Parse read it from spec.definition.inline, when
 	// the caller parsed it already (overrides never change the definition, so one parse serves
 	// every member); nil: Render parses it. Render only reads it.

@@ -131,6 +131,8 @@ type input struct {
 	spec   urutauv1alpha1.PipelineSpec
 	inline *spec.Inline
 	image  string
+	// fence is Settings.Fence: nil for an unfenced placement.
+	fence *Fence
 
 	coordinatorCPU, coordinatorMemory resource.Quantity
 	// spec.worker's quantities (cpu and memory with the override applied); nil means unset.
@@ -158,28 +160,44 @@ func newInput(p *urutauv1alpha1.CDCPipeline, s Settings) (*input, field.ErrorLis
 	}
 	in.inline = inline
 
-	// Where each quantity came from: a value from the override is reported under spec.overrides.
-	o := s.Override
-	coordPath := func(name string, overridden bool) *field.Path {
-		if overridden {
-			return overridePath.Child("coordinator", name)
+	in.parseQuantities(s.Override, quantityParser{errs: &errs})
+	errs = append(errs, in.checkCoordinator(sp)...)
+
+	if f := s.Fence; f != nil {
+		if err := f.validate(); err != nil {
+			errs = append(errs, field.Invalid(sp.Child("placement", "fenced"), true, err.Error()))
 		}
-		return sp.Child("coordinator", name)
+		in.fence = f
 	}
-	workerPath := func(name string, overridden bool) *field.Path {
+
+	in.image = in.spec.Image // the override is already in the effective spec
+	if in.image == "" {
+		in.image = s.DefaultImage
+	}
+	if in.image == "" {
+		errs = append(errs, field.Required(sp.Child("image"),
+			"no image: set spec.image, a per-cluster override image, or the hub's --coordinator-image"))
+	}
+	return in, errs
+}
+
+// parseQuantities reads the coordinator's, the workers' and each table's quantities. A value
+// that came from the override is reported under spec.overrides.
+func (in *input) parseQuantities(o *urutauv1alpha1.ClusterOverride, q quantityParser) {
+	sp := field.NewPath("spec")
+	from := func(part, name string, overridden bool) *field.Path {
 		if overridden {
-			return overridePath.Child("worker", name)
+			return overridePath.Child(part, name)
 		}
-		return sp.Child("worker", name)
+		return sp.Child(part, name)
 	}
 	oc := o != nil && o.Coordinator != nil
 	ow := o != nil && o.Worker != nil
 
-	q := quantityParser{errs: &errs}
-	in.coordinatorCPU = q.orDefault(in.spec.Coordinator.CPU, DefaultCPU, coordPath("cpu", oc && o.Coordinator.CPU != ""))
-	in.coordinatorMemory = q.orDefault(in.spec.Coordinator.Memory, DefaultMemory, coordPath("memory", oc && o.Coordinator.Memory != ""))
-	in.workerCPU = q.optional(in.spec.Worker.CPU, workerPath("cpu", ow && o.Worker.CPU != ""))
-	in.workerMemory = q.optional(in.spec.Worker.Memory, workerPath("memory", ow && o.Worker.Memory != ""))
+	in.coordinatorCPU = q.orDefault(in.spec.Coordinator.CPU, DefaultCPU, from("coordinator", "cpu", oc && o.Coordinator.CPU != ""))
+	in.coordinatorMemory = q.orDefault(in.spec.Coordinator.Memory, DefaultMemory, from("coordinator", "memory", oc && o.Coordinator.Memory != ""))
+	in.workerCPU = q.optional(in.spec.Worker.CPU, from("worker", "cpu", ow && o.Worker.CPU != ""))
+	in.workerMemory = q.optional(in.spec.Worker.Memory, from("worker", "memory", ow && o.Worker.Memory != ""))
 	in.cpuOverhead = q.optional(in.spec.Worker.CPUOverhead, sp.Child("worker", "cpuOverhead"))
 	in.memoryOverhead = q.optional(in.spec.Worker.MemoryOverhead, sp.Child("worker", "memoryOverhead"))
 
@@ -195,7 +213,11 @@ func newInput(p *urutauv1alpha1.CDCPipeline, s Settings) (*input, field.ErrorLis
 		}
 		in.tables = append(in.tables, tq)
 	}
+}
 
+// checkCoordinator checks the coordinator's TLS and eventlog settings for what they need.
+func (in *input) checkCoordinator(sp *field.Path) field.ErrorList {
+	var errs field.ErrorList
 	if tls := in.spec.Coordinator.TLS; tls != nil {
 		tp := sp.Child("coordinator", "tls")
 		if tls.ServerSecret == "" {
@@ -208,16 +230,7 @@ func newInput(p *urutauv1alpha1.CDCPipeline, s Settings) (*input, field.ErrorLis
 	if el := in.spec.Coordinator.Eventlog; el != nil && el.Bucket == "" {
 		errs = append(errs, field.Required(sp.Child("coordinator", "eventlog", "bucket"), "the eventlog needs a bucket"))
 	}
-
-	in.image = in.spec.Image // the override is already in the effective spec
-	if in.image == "" {
-		in.image = s.DefaultImage
-	}
-	if in.image == "" {
-		errs = append(errs, field.Required(sp.Child("image"),
-			"no image: set spec.image, a per-cluster override image, or the hub's --coordinator-image"))
-	}
-	return in, errs
+	return errs
 }
 
 // parseDefinition accepts only a non-empty inline definition: the image and s3 planners are not

@@ -122,6 +122,9 @@ func (in *input) role() *rbacv1ac.RoleApplyConfiguration {
 			rule("", "pods", "create"),
 			rule("", "pods", "delete").WithResourceNames(names...))
 	}
+	if in.fence != nil {
+		rules = append(rules, in.fenceRule())
+	}
 	// Nothing on urutau.io: the coordinator does not write the CR (#595).
 	return rbacv1ac.Role(in.name(), in.namespace()).WithLabels(objectLabels(in.p)).WithRules(rules...)
 }
@@ -208,6 +211,14 @@ func (in *input) configMap() (*corev1ac.ConfigMapApplyConfiguration, error) {
 
 func (in *input) statefulSet(hash string) *appsv1ac.StatefulSetApplyConfiguration {
 	sel := SelectorLabels(in.p.Name)
+	pod := corev1ac.PodSpec().
+		WithServiceAccountName(in.name()).
+		WithSecurityContext(podSecurityContext()).
+		WithTerminationGracePeriodSeconds(TerminationGracePeriodSeconds)
+	if in.fence != nil {
+		pod.WithInitContainers(fenceInitContainer(in.fence))
+	}
+	pod.WithContainers(in.coordinatorContainer()).WithVolumes(in.coordinatorVolumes()...)
 	return appsv1ac.StatefulSet(in.name(), in.namespace()).
 		WithLabels(objectLabels(in.p)).
 		WithSpec(appsv1ac.StatefulSetSpec().
@@ -219,12 +230,7 @@ func (in *input) statefulSet(hash string) *appsv1ac.StatefulSetApplyConfiguratio
 				WithLabels(SelectorLabels(in.p.Name)).
 				// A spec change that only touches the ConfigMap must still restart the pod.
 				WithAnnotations(map[string]string{urutauv1alpha1.AnnotationSpecHash: hash}).
-				WithSpec(corev1ac.PodSpec().
-					WithServiceAccountName(in.name()).
-					WithSecurityContext(podSecurityContext()).
-					WithTerminationGracePeriodSeconds(TerminationGracePeriodSeconds).
-					WithContainers(in.coordinatorContainer()).
-					WithVolumes(in.coordinatorVolumes()...))))
+				WithSpec(pod)))
 }
 
 func (in *input) metricsAddr() string {
@@ -264,7 +270,16 @@ func (in *input) coordinatorContainer() *corev1ac.ContainerApplyConfiguration {
 		WithVolumeMounts(in.coordinatorMounts()...)
 }
 
+// coordinatorCommand is the urutau command, under the fence when the placement is fenced.
 func (in *input) coordinatorCommand() []string {
+	if in.fence != nil {
+		return in.fenceCommand(in.fence, in.urutauCommand())
+	}
+	return in.urutauCommand()
+}
+
+// urutauCommand is the single-cluster operator's command line.
+func (in *input) urutauCommand() []string {
 	c := in.spec.Coordinator
 	cmd := []string{"urutau-coordinator", "run", "--file", PipelineFile}
 	if n := c.Snapshot.ChunkSize; n > 0 {
@@ -369,6 +384,9 @@ func (in *input) coordinatorVolumes() []*corev1ac.VolumeApplyConfiguration {
 	if s.SchemaRegistryTLS != "" {
 		vols = append(vols, secretVolume(volumeSchemaRegistryTLS, s.SchemaRegistryTLS))
 	}
+	if in.fence != nil {
+		vols = append(vols, fenceVolume())
+	}
 	return vols
 }
 
@@ -390,6 +408,9 @@ func (in *input) coordinatorMounts() []*corev1ac.VolumeMountApplyConfiguration {
 	}
 	if s.SchemaRegistryTLS != "" {
 		mounts = append(mounts, corev1ac.VolumeMount().WithName(volumeSchemaRegistryTLS).WithMountPath(SchemaRegistryTLSDir).WithReadOnly(true))
+	}
+	if in.fence != nil {
+		mounts = append(mounts, fenceMount())
 	}
 	return mounts
 }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -182,6 +183,8 @@ type renderCase struct {
 	settings Settings
 }
 
+var testFence = Fence{Image: "ghcr.io/urutau-io/urutau-fleet-hub:v0.2.0", TTL: 20 * time.Second, Grace: 10 * time.Second}
+
 var kedaSettings = Settings{DefaultImage: testImage, KEDAPrometheusAddress: "http://prometheus.monitoring:9090"}
 
 func renderCases() []renderCase {
@@ -278,6 +281,12 @@ func renderCases() []renderCase {
 					Worker:      &urutauv1alpha1.ResourceOverride{CPU: "2"},
 				},
 			},
+		},
+		{
+			// A fenced placement: the fence's init container, command, volume and Lease rule.
+			name:     "fenced",
+			p:        func(t testing.TB) *urutauv1alpha1.CDCPipeline { return pipeline(t, "shop", mysqlInline, shopSecrets) },
+			settings: Settings{DefaultImage: testImage, Fence: &testFence},
 		},
 		{
 			name: "sanitised-names",

@@ -13,10 +13,16 @@
 //   - proxy-url, unless Policy.AllowProxy;
 //   - a server that is not https, or https without certificate-authority-data; and
 //     insecure-skip-tls-verify unless Policy.AllowInsecure;
-//   - a server host outside Policy.Servers when that allow-list is set, and link-local addresses
-//     (cloud metadata endpoints) unless the allow-list names them, also when a host name resolves
-//     to one (checked when connecting, see GuardDial);
+//   - a server host (and, with Policy.AllowProxy, a proxy host) outside Policy.Servers when that
+//     allow-list is set; link-local, unspecified, multicast and cloud metadata addresses in every
+//     spelling (IPv4-mapped, IPv4-compatible, NAT64, 6to4, Teredo, ISATAP, zones, hexadecimal,
+//     octal or short IPv4 forms) and metadata host names, unless the allow-list names them; also
+//     when a host name resolves to one (checked on the address dialled, see GuardDial);
 //   - user entries without credentials, or with half a client certificate.
+//
+// No message carries secret material (redact.go): no credential value, no parser output, no
+// user, password, path or query of a URL, no exec command line. Messages are for the platform
+// admin; PublicMessage is the fixed sentence a tenant may read.
 //
 // It is pure apart from GuardDial's connection check: no client, no file access, no I/O.
 package credentials

@@ -82,6 +82,9 @@ func (a Allowlist) AllowsHost(host string) bool {
 	if ip, err := netip.ParseAddr(host); err == nil {
 		return a.coversIP(ip)
 	}
+	if _, ok := parseLegacyIPv4(host); ok {
+		return false // never a name; forbiddenHost says why
+	}
 	host = strings.ToLower(strings.TrimSuffix(host, "."))
 	for _, n := range a.names {
 		if host == n {
@@ -98,23 +101,13 @@ func (a Allowlist) AllowsHost(host string) bool {
 
 // coversIP tells whether one of the list's CIDRs contains ip (never true for the empty list).
 func (a Allowlist) coversIP(ip netip.Addr) bool {
-	ip = ip.Unmap()
+	ip = ip.WithZone("").Unmap()
 	for _, p := range a.prefixes {
 		if p.Contains(ip) {
 			return true
 		}
 	}
 	return false
-}
-
-// forbiddenIP tells whether the hub must never connect to ip unless the allow-list names it:
-// link-local addresses (169.254.169.254 and fd00:ec2::254 style metadata endpoints live there or
-// behind them), the unspecified address and multicast.
-func (a Allowlist) forbiddenIP(ip netip.Addr) bool {
-	ip = ip.Unmap()
-	bad := ip.IsLinkLocalUnicast() || ip.IsUnspecified() || ip.IsMulticast() || ip.IsLinkLocalMulticast() ||
-		ip == netip.MustParseAddr("fd00:ec2::254")
-	return bad && !a.coversIP(ip)
 }
 
 // String is the list as flags would give it back.

@@ -4,11 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"net/netip"
 	"net/url"
 	"slices"
 
-	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
@@ -64,13 +62,9 @@ const MaxKubeconfigBytes = 1 << 20
 // later change selects). It returns the parsed config; the current context must name a cluster
 // and a user that exist.
 func ScreenKubeconfig(data []byte, p Policy) (*clientcmdapi.Config, error) {
-	if len(data) > MaxKubeconfigBytes {
-		return nil, refuse(ReasonTooLarge, "the kubeconfig is %d bytes, more than %d", len(data), MaxKubeconfigBytes)
-	}
-	// Load only decodes: it resolves no path and reads no file.
-	cfg, err := clientcmd.Load(data)
+	cfg, err := ParseKubeconfig(data)
 	if err != nil {
-		return nil, refuse(ReasonUnparseable, "the kubeconfig does not parse: %v", err)
+		return nil, err
 	}
 	for _, name := range slices.Sorted(maps.Keys(cfg.AuthInfos)) {
 		if err := ScreenUser(name, cfg.AuthInfos[name]); err != nil {
@@ -87,106 +81,121 @@ func ScreenKubeconfig(data []byte, p Policy) (*clientcmdapi.Config, error) {
 	case cfg.CurrentContext == "":
 		return nil, refuse(ReasonNoContext, "the kubeconfig sets no current-context")
 	case !ok:
-		return nil, refuse(ReasonNoContext, "the kubeconfig's current-context %q does not exist", cfg.CurrentContext)
+		return nil, refuse(ReasonNoContext, "the kubeconfig's current-context %s does not exist", quoteName(cfg.CurrentContext))
 	case cfg.Clusters[ctx.Cluster] == nil:
-		return nil, refuse(ReasonNoContext, "context %q names cluster %q, which the kubeconfig does not define", cfg.CurrentContext, ctx.Cluster)
+		return nil, refuse(ReasonNoContext, "context %s names cluster %s, which the kubeconfig does not define", quoteName(cfg.CurrentContext), quoteName(ctx.Cluster))
 	case cfg.AuthInfos[ctx.AuthInfo] == nil:
-		return nil, refuse(ReasonNoContext, "context %q names user %q, which the kubeconfig does not define", cfg.CurrentContext, ctx.AuthInfo)
+		return nil, refuse(ReasonNoContext, "context %s names user %s, which the kubeconfig does not define", quoteName(cfg.CurrentContext), quoteName(ctx.AuthInfo))
 	}
 	return cfg, nil
 }
 
 // ScreenUser refuses a user entry that would run a program, read a file or impersonate, or that
 // carries no usable credentials (a bearer token, or client-certificate-data with client-key-data).
+// The message names the field, never its value: a path field may hold a pasted token or key, an
+// exec command line or an auth-provider's config holds secrets.
 func ScreenUser(name string, u *clientcmdapi.AuthInfo) error {
+	user := "user " + quoteName(name)
 	switch {
 	case u == nil:
-		return refuse(ReasonNoCredentials, "user %q is empty", name)
+		return refuse(ReasonNoCredentials, "%s is empty", user)
 	case u.Exec != nil:
-		return refuse(ReasonExec, "user %q: exec credential plugins (command %q) are refused: the hub would run the program with its own environment; put a token or client-certificate-data in the kubeconfig", name, u.Exec.Command)
+		return refuse(ReasonExec, "%s: exec credential plugins (program %s) are refused: the hub would run the program with its own environment; put a token or client-certificate-data in the kubeconfig", user, programName(u.Exec.Command))
 	case u.AuthProvider != nil:
-		return refuse(ReasonAuthProvider, "user %q: auth-provider %q is refused; put a token or client-certificate-data in the kubeconfig", name, u.AuthProvider.Name)
+		return refuse(ReasonAuthProvider, "%s: auth-provider plugins (%s) are refused; put a token or client-certificate-data in the kubeconfig", user, programName(u.AuthProvider.Name))
 	case u.TokenFile != "":
-		return refuse(ReasonFilePath, "user %q: tokenFile %q is refused: the hub would read its own file system; put the token itself in token", name, u.TokenFile)
+		return refuse(ReasonFilePath, "%s: tokenFile is refused: it is a file path, and the hub would read its own file system; put the token itself in token", user)
 	case u.ClientCertificate != "":
-		return refuse(ReasonFilePath, "user %q: client-certificate %q is a file path, refused; use client-certificate-data", name, u.ClientCertificate)
+		return refuse(ReasonFilePath, "%s: client-certificate is a file path, refused; use client-certificate-data", user)
 	case u.ClientKey != "":
-		return refuse(ReasonFilePath, "user %q: client-key %q is a file path, refused; use client-key-data", name, u.ClientKey)
+		return refuse(ReasonFilePath, "%s: client-key is a file path, refused; use client-key-data", user)
 	case u.Impersonate != "" || u.ImpersonateUID != "" || len(u.ImpersonateGroups) > 0 || len(u.ImpersonateUserExtra) > 0:
-		return refuse(ReasonImpersonation, "user %q: impersonation (as, as-uid, as-groups, as-user-extra) is refused; give the hub the identity of config/spoke itself", name)
+		return refuse(ReasonImpersonation, "%s: impersonation (as, as-uid, as-groups, as-user-extra) is refused; give the hub the identity of config/spoke itself", user)
 	case (len(u.ClientCertificateData) == 0) != (len(u.ClientKeyData) == 0):
-		return refuse(ReasonNoCredentials, "user %q: client-certificate-data and client-key-data go together", name)
+		return refuse(ReasonNoCredentials, "%s: client-certificate-data and client-key-data go together", user)
 	case u.Token == "" && len(u.ClientCertificateData) == 0:
-		return refuse(ReasonNoCredentials, "user %q has neither a token nor client-certificate-data", name)
+		return refuse(ReasonNoCredentials, "%s has neither a token nor client-certificate-data", user)
 	}
 	return nil
 }
 
 // ScreenCluster refuses a cluster entry the hub must not connect to as given: a server that is
 // not https or not allowed, a CA file path, missing CA data (or insecure-skip-tls-verify without
-// the admin's consent), a proxy without the admin's consent.
+// the admin's consent), a proxy without the admin's consent or to a host a server could not be.
 func ScreenCluster(name string, c *clientcmdapi.Cluster, p Policy) error {
+	entry := "cluster " + quoteName(name)
 	if c == nil {
-		return refuse(ReasonNoContext, "cluster %q is empty", name)
+		return refuse(ReasonNoContext, "%s is empty", entry)
 	}
-	if err := screenServer(name, c.Server, p); err != nil {
+	if err := screenServer(entry, c.Server, p); err != nil {
 		return err
 	}
 	if c.CertificateAuthority != "" {
-		return refuse(ReasonFilePath, "cluster %q: certificate-authority %q is a file path, refused; use certificate-authority-data", name, c.CertificateAuthority)
+		return refuse(ReasonFilePath, "%s: certificate-authority is a file path, refused; use certificate-authority-data", entry)
 	}
-	if err := screenTLS(name, c.InsecureSkipTLSVerify, len(c.CertificateAuthorityData) > 0, p); err != nil {
+	if err := screenTLS(entry, c.InsecureSkipTLSVerify, len(c.CertificateAuthorityData) > 0, p); err != nil {
 		return err
 	}
-	return screenProxy(name, c.ProxyURL, p)
+	return screenProxy(entry, c.ProxyURL, p)
 }
 
-func screenServer(name, server string, p Policy) error {
+// screenServer refuses a server URL that is not https, carries a user or password, or names a
+// host the hub may not connect to. entry names the kubeconfig entry in messages.
+func screenServer(entry, server string, p Policy) error {
 	if server == "" {
-		return refuse(ReasonNoContext, "cluster %q has no server", name)
+		return refuse(ReasonNoContext, "%s has no server", entry)
 	}
 	u, err := url.Parse(server)
 	if err != nil {
-		return refuse(ReasonNotHTTPS, "cluster %q: server %q does not parse: %v", name, server, err)
+		return refuse(ReasonNotHTTPS, "%s: the server does not parse as a URL; write it as https://host:port", entry)
 	}
 	if u.Scheme != "https" || u.Host == "" {
-		return refuse(ReasonNotHTTPS, "cluster %q: server %q must be an https:// URL: the hub sends credentials to it", name, server)
+		return refuse(ReasonNotHTTPS, "%s: server %s must be an https:// URL: the hub sends credentials to it", entry, RedactURL(server))
 	}
 	if u.User != nil {
-		return refuse(ReasonNotHTTPS, "cluster %q: server %q must not carry a user or password", name, server)
+		return refuse(ReasonNotHTTPS, "%s: server %s must not carry a user or password", entry, RedactURL(server))
 	}
-	host := splitHost(u.Host)
+	return screenHost(entry, "server", u, p)
+}
+
+// screenHost refuses the host of u (a server, or a proxy: the hub connects to either) when the
+// allow-list does not name it, or when it is an address the hub never dials (forbiddenHost).
+func screenHost(entry, what string, u *url.URL, p Policy) error {
+	host := u.Hostname()
 	if !p.Servers.AllowsHost(host) {
-		return refuse(ReasonServerNotAllowed, "cluster %q: server host %q is not in the hub's --member-server-allowlist (%s)", name, host, p.Servers)
+		return refuse(ReasonServerNotAllowed, "%s: %s host %s is not in the hub's --member-server-allowlist (%s)", entry, what, quoteName(host), p.Servers)
 	}
-	if ip, err := netip.ParseAddr(host); err == nil && p.Servers.forbiddenIP(ip) {
-		return refuse(ReasonServerNotAllowed, "cluster %q: server %q is a link-local, unspecified or multicast address (metadata endpoints live there); name it in --member-server-allowlist if it really is a member", name, server)
+	if why := p.Servers.forbiddenHost(host); why != "" {
+		return refuse(ReasonServerNotAllowed, "%s: %s %s is %s; the hub never connects there (metadata endpoints live there): name it in --member-server-allowlist if it really is a member",
+			entry, what, RedactURL(u.String()), why)
 	}
 	return nil
 }
 
-func screenTLS(name string, insecure, hasCA bool, p Policy) error {
+func screenTLS(entry string, insecure, hasCA bool, p Policy) error {
 	switch {
 	case insecure && hasCA:
-		return refuse(ReasonInsecureTLS, "cluster %q: insecure-skip-tls-verify and certificate-authority-data exclude each other", name)
+		return refuse(ReasonInsecureTLS, "%s: insecure-skip-tls-verify and certificate-authority-data exclude each other", entry)
 	case insecure && !p.AllowInsecure:
-		return refuse(ReasonInsecureTLS, "cluster %q: insecure-skip-tls-verify is refused (the hub would send credentials to whoever answers); set certificate-authority-data, or start the hub with --member-allow-insecure-tls", name)
+		return refuse(ReasonInsecureTLS, "%s: insecure-skip-tls-verify is refused (the hub would send credentials to whoever answers); set certificate-authority-data, or start the hub with --member-allow-insecure-tls", entry)
 	case !insecure && !hasCA:
-		return refuse(ReasonNoCA, "cluster %q has no certificate-authority-data: the hub does not trust its own system roots for members; add the member's CA", name)
+		return refuse(ReasonNoCA, "%s has no certificate-authority-data: the hub does not trust its own system roots for members; add the member's CA", entry)
 	}
 	return nil
 }
 
-func screenProxy(name, proxy string, p Policy) error {
+// screenProxy refuses a proxy unless the admin allows proxies, and then screens its host like a
+// server's: the hub connects to the proxy, with the member's credentials inside.
+func screenProxy(entry, proxy string, p Policy) error {
 	if proxy == "" {
 		return nil
 	}
 	if !p.AllowProxy {
-		return refuse(ReasonProxy, "cluster %q: proxy-url is refused; start the hub with --member-allow-proxy to allow proxies", name)
+		return refuse(ReasonProxy, "%s: proxy-url is refused; start the hub with --member-allow-proxy to allow proxies", entry)
 	}
 	u, err := url.Parse(proxy)
 	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https" && u.Scheme != "socks5") {
-		return refuse(ReasonProxy, "cluster %q: proxy-url %q must be an http, https or socks5 URL", name, proxy)
+		return refuse(ReasonProxy, "%s: proxy-url %s must be an http, https or socks5 URL", entry, RedactURL(proxy))
 	}
-	return nil
+	return screenHost(entry, "proxy-url", u, p)
 }

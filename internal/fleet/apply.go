@@ -12,7 +12,7 @@ import (
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
 	"github.com/urutau-io/fleet/internal/coordinator"
-	"github.com/urutau-io/fleet/internal/fleet/inventory"
+	"github.com/urutau-io/fleet/internal/inventory"
 	"github.com/urutau-io/fleet/internal/spec"
 )
 
@@ -77,7 +77,7 @@ func (r *CoordinatorReconciler) applyOn(ctx context.Context, p *urutauv1alpha1.C
 		p: p, conn: c, id: w.ids[m], settings: r.settingsFor(p, w.inventory[m], w.inline),
 		manager: FieldManagerFor(r.FieldManager, m), applier: &r.applier,
 		crossed:  func() { r.lookAgain.Store(client.ObjectKeyFromObject(p), true) },
-		boundary: w.boundary, leaseWritten: pl.wrote, leader: r.Leader,
+		boundary: w.boundary, hubNS: w.hubNS, member: w.inventory[m], leaseWritten: pl.wrote, leader: r.Leader,
 		cacheMayLag: r.Liveness.cacheMayLag(r.members.host(m), time.Now()),
 		guard:       guardAdoption(p),
 	}
@@ -110,6 +110,7 @@ func (r *CoordinatorReconciler) settingsFor(p *urutauv1alpha1.CDCPipeline, m inv
 		Override:              OverrideFor(p, m.Name),
 		NetworkPolicy:         r.NetworkPolicy,
 		Parsed:                parsed,
+		Fence:                 r.fence.cfg.render(p),
 	}
 }
 

@@ -3,6 +3,7 @@ package fleet_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -138,7 +139,7 @@ var _ = Describe("The tenancy boundary and foreign objects, at reconcile", func(
 	})
 
 	It("refuses a table whose worker group name is another team's StatefulSet", func(ctx SpecContext) {
-		name := coordinator.WorkerGroupPrefix("shop", "raw.orders")
+		name := coordinator.WorkerGroupPrefix("aimed", "raw.orders")
 		labels := map[string]string{"app": "payments"}
 		foreign := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels},
 			Spec: appsv1.StatefulSetSpec{Selector: &metav1.LabelSelector{MatchLabels: labels},
@@ -179,6 +180,61 @@ var _ = Describe("The tenancy boundary and foreign objects, at reconcile", func(
 			objs := expectPlaced(g, ctx, members["c"], p)
 			g.Expect(objs["StatefulSet/"+coordinator.CoordinatorName(p.Name)].GetUID()).To(Equal(sts.GetUID()), "a revoked policy tore the pipeline down")
 		}, 3*time.Second).Should(Succeed())
+	})
+
+	It("runs a tenant's own image only where a policy allows it", func(ctx SpecContext) {
+		const own = "registry.tenant.example/miner:1"
+		p := newPipeline(ns, "own-image", onClusters("a", "b"), func(p *urutauv1alpha1.CDCPipeline) { p.Spec.Image = own })
+		Expect(hubClient.Create(ctx, p)).To(Succeed())
+		expectDenied(ctx, p, "a", tenancy.ReasonImageNotAllowed)
+		expectDenied(ctx, p, "b", tenancy.ReasonImageNotAllowed)
+		Consistently(func(g Gomega) {
+			expectEmpty(g, ctx, members["a"], ns, p.UID)
+			expectEmpty(g, ctx, members["b"], ns, p.UID)
+		}, 2*time.Second).Should(Succeed())
+
+		By("a policy allows the tenant's registry on member a only")
+		policy := &urutauv1alpha1.PlacementPolicy{ObjectMeta: metav1.ObjectMeta{Name: ns + "-images"}, Spec: urutauv1alpha1.PlacementPolicySpec{
+			Namespaces: []string{ns}, Clusters: []string{"a"}, Images: &urutauv1alpha1.ImagePolicy{Allowed: []string{"registry.tenant.example/*"}}}}
+		Expect(hubClient.Create(ctx, policy)).To(Succeed())
+		DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(hubClient.Delete(ctx, policy))).To(Succeed()) })
+		Eventually(func(g Gomega) {
+			sts, err := coordinatorSTS(ctx, members["a"], ns, p.Name)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(sts).NotTo(BeNil())
+			g.Expect(sts.Spec.Template.Spec.Containers[0].Image).To(Equal(own))
+		}).Should(Succeed())
+		expectDenied(ctx, p, "b", tenancy.ReasonImageNotAllowed)
+		Consistently(func(g Gomega) { expectEmpty(g, ctx, members["b"], ns, p.UID) }, 2*time.Second).Should(Succeed())
+	})
+
+	It("places nowhere a definition names workers after something else than the pipeline", func(ctx SpecContext) {
+		p := newPipeline(ns, "aimer", onClusters("a"), func(p *urutauv1alpha1.CDCPipeline) {
+			p.Spec.Definition.Inline.Raw = []byte(strings.Replace(string(p.Spec.Definition.Inline.Raw), `"pipeline":"aimer"`, `"pipeline":"payments"`, 1))
+		})
+		Expect(string(p.Spec.Definition.Inline.Raw)).To(ContainSubstring(`"pipeline":"payments"`))
+		Expect(hubClient.Create(ctx, p)).To(Succeed())
+		expectDenied(ctx, p, "a", tenancy.ReasonWorkerNamesNotBound)
+		Consistently(func(g Gomega) { expectEmpty(g, ctx, members["a"], ns, p.UID) }, 2*time.Second).Should(Succeed())
+	})
+
+	It("places nowhere Pod Security is weaker than baseline, until the namespace enforces it", func(ctx SpecContext) {
+		weak := ns + "-weak"
+		Expect(hubClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: weak}})).To(Succeed())
+		Expect(members["a"].Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: weak,
+			Labels: map[string]string{urutauv1alpha1.LabelFleetManaged: "true", tenancy.LabelPodSecurityEnforce: "privileged"}}})).To(Succeed())
+		p := newPipeline(weak, "weak", onClusters("a"))
+		Expect(hubClient.Create(ctx, p)).To(Succeed())
+		expectDenied(ctx, p, "a", tenancy.ReasonWeakPodSecurity)
+		Consistently(func(g Gomega) { expectEmpty(g, ctx, members["a"], weak, p.UID) }, 2*time.Second).Should(Succeed())
+
+		Eventually(func(g Gomega) {
+			n := &corev1.Namespace{}
+			g.Expect(members["a"].Client.Get(ctx, client.ObjectKey{Name: weak}, n)).To(Succeed())
+			n.Labels[tenancy.LabelPodSecurityEnforce] = tenancy.PodSecurityRestricted
+			g.Expect(members["a"].Client.Update(ctx, n)).To(Succeed())
+		}).Should(Succeed())
+		Eventually(func(g Gomega) { expectPlaced(g, ctx, members["a"], p) }).WithTimeout(time.Minute).Should(Succeed())
 	})
 
 	It("never writes over another team's object of the same name, unless it is handed over", func(ctx SpecContext) {

@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
-	"github.com/urutau-io/fleet/internal/fleet/inventory"
+	"github.com/urutau-io/fleet/internal/inventory"
 )
 
 // reconcileDelete empties every member a ReaderLease records for the pipeline, selected or not,
@@ -23,6 +23,8 @@ func (r *CoordinatorReconciler) reconcileDelete(ctx context.Context, p *urutauv1
 	if !controllerutil.ContainsFinalizer(p, urutauv1alpha1.Finalizer) {
 		return ctrl.Result{}, nil
 	}
+	// A deleted pipeline holds no placement: its fenced coordinators stop by themselves too.
+	r.fence.stopRenewing(p.UID)
 	members, err := r.Inventory.Members(ctx)
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("listing the cluster inventory: %w", err)

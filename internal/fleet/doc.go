@@ -38,6 +38,10 @@
 //     MemberTimeout; a hung member is not waited for, a failing one backs off alone.
 //   - Idle is quiet: no-op applies are skipped (ssa.go), echoes of our own writes are not
 //     reconciled (echo.go), the status is written only when it changed.
+//   - Fenced placements and failover (fencelease.go, failover.go, docs/failover.md): the hub
+//     renews a fence Lease per fenced placement; a move away from a member that does not answer
+//     completes once the fence's bound has passed since the last renewal that may have been
+//     written. A failover placement runs on one candidate and moves after its threshold.
 //   - Members come and go (members.go, health.go, orphans.go): each member has an identity (the
 //     UID of its kube-system namespace); a periodic health check reports a member that stops
 //     answering while idle; a member that leaves the inventory is never emptied by that, and
@@ -66,10 +70,16 @@
 //	                             does a change of others that a write's answer shows.
 //	healthMonitor   health.go    when each member is next checked.
 //	orphanScanner   orphans.go   the orphans each member's last scan suspected.
+//	fenceRenewer    fencelease.go per fenced placement on a member: whether the hub renews its
+//	                             fence Lease, and the latest instant a renewal it sent may have
+//	                             been written. Written by place (hold after the lease write,
+//	                             release before deciding) and by the renewals; read by
+//	                             prepareFence. Rebuilt from the ReaderLeases when the hub starts
+//	                             leading, counting what a previous leader may have sent.
 //
 // # What it must not do
 //
 // It must not render objects itself (internal/coordinator does), list member clusters itself
-// (internal/fleet/inventory does) or delete anything in a member by name alone: every delete is
+// (internal/inventory does) or delete anything in a member by name alone: every delete is
 // guarded by the pipeline-UID label and a UID precondition.
 package fleet

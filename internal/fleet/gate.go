@@ -37,6 +37,8 @@ func (r *CoordinatorReconciler) gate(ctx context.Context, p *urutauv1alpha1.CDCP
 		return true, r.showTerminated(ctx, p, p.DeepCopy(), w)
 	case len(w.elsewhere) > 0:
 		return true, r.showSourceChanged(ctx, p, w)
+	case p.Spec.Placement.Fenced && r.FenceImage == "":
+		return true, r.showNoFenceImage(ctx, p, w)
 	}
 	return false, nil
 }
@@ -91,6 +93,17 @@ func (r *CoordinatorReconciler) showSourceChanged(ctx context.Context, p *urutau
 	obs := r.frozenObservation(p, w, urutauv1alpha1.ClusterPending, "the source identity changed: nothing is applied until it is changed back")
 	obs.SourceChanged = fmt.Sprintf("the source's reader identity changed while ReaderLease(s) %s still record this pipeline's readers: change the source back, or create a new CDCPipeline for the new source and delete this one",
 		strings.Join(w.elsewhere, ", "))
+	p.Status = ComputeStatus(p.Status, obs)
+	return r.patchStatus(ctx, orig, p, false)
+}
+
+// showNoFenceImage stalls a fenced pipeline on a hub that has no --fence-image: its coordinator
+// cannot be rendered under the fence, and running it without would break the promise the fence
+// makes (a move away from an unreachable member completing by itself).
+func (r *CoordinatorReconciler) showNoFenceImage(ctx context.Context, p *urutauv1alpha1.CDCPipeline, w *world) error {
+	orig := p.DeepCopy()
+	obs := r.frozenObservation(p, w, urutauv1alpha1.ClusterPending, "fenced, and the hub has no --fence-image: nothing is applied")
+	obs.HubMisconfigured = "spec.placement.fenced is true, but the hub runs without --fence-image (the image that holds /fence, the hub's own): nothing is applied until the hub is started with it, or the placement is no longer fenced"
 	p.Status = ComputeStatus(p.Status, obs)
 	return r.patchStatus(ctx, orig, p, false)
 }

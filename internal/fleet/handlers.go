@@ -246,7 +246,8 @@ func (r *CoordinatorReconciler) pipelinesOn(ctx context.Context, member string) 
 	var out []types.NamespacedName
 	for i := range list.Items {
 		p := &list.Items[i]
-		if leased.Has(p.UID) || slices.Contains(p.Status.Inventory, member) || slices.ContainsFunc(p.Status.Clusters, func(c urutauv1alpha1.ClusterStatus) bool { return c.Name == member }) {
+		if leased.Has(p.UID) || slices.Contains(p.Status.Inventory, member) || slices.ContainsFunc(p.Status.Clusters, func(c urutauv1alpha1.ClusterStatus) bool { return c.Name == member }) ||
+			failoverCandidate(p, member) {
 			out = append(out, client.ObjectKeyFromObject(p))
 		}
 	}

@@ -11,7 +11,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
-	"github.com/urutau-io/fleet/internal/fleet/inventory"
+	"github.com/urutau-io/fleet/internal/inventory"
 )
 
 // healthMonitor checks every member of the inventory on its own schedule, idle or not: one

@@ -25,14 +25,15 @@ import (
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
 	"github.com/urutau-io/fleet/internal/coordinator"
 	"github.com/urutau-io/fleet/internal/fleet"
+	"github.com/urutau-io/fleet/internal/tenancy"
 	"github.com/urutau-io/fleet/internal/testenv"
 )
 
-// mysqlInline is a pipeline definition; %d is its MySQL serverId, unique per pipeline (one reader
-// per source identity across the fleet: two pipelines with one serverId would wait for each
-// other).
+// mysqlInline is a pipeline definition; %s is its pipeline name, the CR's (the fleet binds worker
+// names to the CR), and %d its MySQL serverId, unique per pipeline (one reader per source identity
+// across the fleet: two pipelines with one serverId would wait for each other).
 const mysqlInline = `
-pipeline: shop
+pipeline: %s
 source:
   kind: mysql
   serverId: "%d"
@@ -61,7 +62,7 @@ func newNamespace(ctx context.Context) string {
 // openNamespace and openSecret are the labels that open a member namespace and a member Secret
 // to the fleet (the tenancy boundary).
 var (
-	openNamespace = map[string]string{urutauv1alpha1.LabelFleetManaged: "true"}
+	openNamespace = map[string]string{urutauv1alpha1.LabelFleetManaged: "true", tenancy.LabelPodSecurityEnforce: tenancy.PodSecurityBaseline}
 	openSecret    = map[string]string{urutauv1alpha1.LabelFleetSecret: "true"}
 )
 
@@ -73,7 +74,7 @@ func newPipeline(ns, name string, mutate ...func(*urutauv1alpha1.CDCPipeline)) *
 }
 
 func newPipelineWithServerID(ns, name string, serverID int64, mutate ...func(*urutauv1alpha1.CDCPipeline)) *urutauv1alpha1.CDCPipeline {
-	raw, err := yaml.YAMLToJSON([]byte(fmt.Sprintf(mysqlInline, serverID)))
+	raw, err := yaml.YAMLToJSON([]byte(fmt.Sprintf(mysqlInline, name, serverID)))
 	Expect(err).NotTo(HaveOccurred())
 	p := &urutauv1alpha1.CDCPipeline{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
@@ -86,6 +87,16 @@ func newPipelineWithServerID(ns, name string, serverID int64, mutate ...func(*ur
 	for _, m := range mutate {
 		m(p)
 	}
+	return p
+}
+
+// renamedFrom is old's pipeline under a new CR name: the same source (so the same reader
+// identity), its definition's pipeline the new name as the fleet requires.
+func renamedFrom(old *urutauv1alpha1.CDCPipeline, name string, mutate ...func(*urutauv1alpha1.CDCPipeline)) *urutauv1alpha1.CDCPipeline {
+	p := newPipeline(old.Namespace, name, mutate...)
+	raw := strings.Replace(string(old.Spec.Definition.Inline.Raw), fmt.Sprintf("%q", old.Name), fmt.Sprintf("%q", name), 1)
+	Expect(raw).NotTo(Equal(string(old.Spec.Definition.Inline.Raw)), "the definition of %s does not name its pipeline", old.Name)
+	p.Spec.Definition = urutauv1alpha1.Definition{Inline: &runtime.RawExtension{Raw: []byte(raw)}}
 	return p
 }
 

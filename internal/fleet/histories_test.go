@@ -215,8 +215,7 @@ var _ = Describe("One reader per source identity", func() {
 		}).Should(Succeed())
 
 		By("the new pipeline, same serverId, waits and says for what")
-		renamed := newPipeline(ns, "rename-new", onClusters("b"))
-		renamed.Spec.Definition = old.Spec.Definition
+		renamed := renamedFrom(old, "rename-new", onClusters("b"))
 		Expect(hubClient.Create(ctx, renamed)).To(Succeed())
 		Eventually(func(g Gomega) {
 			c := leaseCondition(g, ctx, renamed)
@@ -358,8 +357,7 @@ var _ = Describe("One reader per source identity", func() {
 		e, err := leaseEntry(ctx, old.UID, "a")
 		Expect(err).NotTo(HaveOccurred())
 		Expect(e).NotTo(BeNil(), "tombstone for a")
-		renamed := newPipeline(ns, "slow-new", onClusters("b"))
-		renamed.Spec.Definition = old.Spec.Definition
+		renamed := renamedFrom(old, "slow-new", onClusters("b"))
 		Expect(hubClient.Create(ctx, renamed)).To(Succeed())
 		Consistently(func(g Gomega) { expectEmpty(g, ctx, members["b"], ns, renamed.UID) }, 2*time.Second).Should(Succeed())
 
@@ -385,7 +383,7 @@ var _ = Describe("Workers count as readers", func() {
 		// A worker the coordinator started (the garbage collector removes it after its owner, the
 		// coordinator pod, in a real cluster).
 		worker := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shop-raw-orders-0", Labels: map[string]string{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: coordinator.WorkerGroupPrefix(p.Name, "raw.orders") + "-0", Labels: map[string]string{
 				urutauv1alpha1.LabelApp: coordinator.AppWorker, urutauv1alpha1.LabelPipeline: p.Name, coordinator.LabelTable: "raw.orders",
 			}},
 			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "worker", Image: image}}},

@@ -98,7 +98,15 @@ type leaseInput struct {
 	Observed map[entryKey]DepartedState
 	// Confirmed are member names a person confirmed gone.
 	Confirmed sets.Set[string]
-	Now       metav1.Time
+	// Fence is the fence of a fenced placement (its BoundSeconds), recorded on the entries it
+	// runs on; nil for an unfenced one (fencelease.go).
+	Fence *urutauv1alpha1.LeaseMemberFence
+	// FenceVerified are targets where the hub found every coordinator pod running under the fence.
+	FenceVerified sets.Set[string]
+	// FenceDrained are departed entries whose fence bound has passed since the hub stopped
+	// renewing them, with the reason to record: no coordinator of theirs can run.
+	FenceDrained map[entryKey]string
+	Now          metav1.Time
 }
 
 // leaseDecision is planLease's answer. Every list is sorted.
@@ -120,6 +128,8 @@ type leaseDecision struct {
 	Departed []urutauv1alpha1.LeaseMember
 	// Confirmed are the members a person's confirmation turned Gone in this decision.
 	Confirmed []string
+	// Fenced are the members whose entry the fence's bound turned Gone in this decision.
+	Fenced []string
 	// Dropped are the members whose entry of Self was removed (emptied).
 	Dropped []string
 }
@@ -136,8 +146,9 @@ func planLease(in leaseInput) leaseDecision {
 		}
 		next.Spec.Holder = in.Self
 	}
-	d.Confirmed, d.Dropped = settleDeparted(next, in)
+	d.Confirmed, d.Fenced, d.Dropped = settleDeparted(next, in)
 	blocking := blockingEntries(next.Spec.Members, in.Self.UID, in.Targets)
+	fresh := sets.New[string]()
 	for _, m := range sortedKeys(in.Targets) {
 		k := entryKey{cluster: m, clusterID: in.Targets[m], pipeline: in.Self.UID}
 		i := slices.IndexFunc(next.Spec.Members, func(e urutauv1alpha1.LeaseMember) bool { return keyOf(e) == k })
@@ -149,11 +160,14 @@ func planLease(in leaseInput) leaseDecision {
 		case i >= 0:
 			next.Spec.Members[i].State, next.Spec.Members[i].Reason, next.Spec.Members[i].Since = urutauv1alpha1.LeaseMemberActive, "", in.Now
 			d.Run = append(d.Run, m)
+			fresh.Insert(m)
 		default:
 			next.Spec.Members = append(next.Spec.Members, newEntry(in, m))
 			d.Run = append(d.Run, m)
+			fresh.Insert(m)
 		}
 	}
+	recordFence(next.Spec.Members, in, sets.New(d.Run...), fresh)
 	if len(d.Wait) > 0 {
 		d.Blocking = blocking
 	}
@@ -194,9 +208,9 @@ func takeOver(l *urutauv1alpha1.ReaderLease, in leaseInput) (*urutauv1alpha1.Pip
 }
 
 // settleDeparted applies what this reconcile's cleanup found to Self's entries on members it no
-// longer runs on: emptied ones go, drained ones stop counting as readers, and unanswered ones a
-// person confirmed gone turn Gone.
-func settleDeparted(l *urutauv1alpha1.ReaderLease, in leaseInput) (confirmed, dropped []string) {
+// longer runs on: emptied ones go, drained ones stop counting as readers, and unanswered ones
+// turn Gone when a person confirmed them gone or their fence's bound has passed.
+func settleDeparted(l *urutauv1alpha1.ReaderLease, in leaseInput) (confirmed, fenced, dropped []string) {
 	kept := l.Spec.Members[:0]
 	for _, e := range l.Spec.Members {
 		st, observed := in.Observed[keyOf(e)]
@@ -213,6 +227,9 @@ func settleDeparted(l *urutauv1alpha1.ReaderLease, in leaseInput) (confirmed, dr
 		case st == DepartedHolding && e.State == urutauv1alpha1.LeaseMemberDrained:
 			// A reader is back where none was: count it again.
 			e.State, e.Since = urutauv1alpha1.LeaseMemberActive, in.Now
+		case st == DepartedUnreachable && e.State == urutauv1alpha1.LeaseMemberActive && in.FenceDrained[keyOf(e)] != "":
+			e.State, e.Since, e.Reason = urutauv1alpha1.LeaseMemberGone, in.Now, in.FenceDrained[keyOf(e)]
+			fenced = append(fenced, e.Cluster)
 		case st == DepartedUnreachable && e.State == urutauv1alpha1.LeaseMemberActive && in.Confirmed.Has(e.Cluster):
 			e.State, e.Since = urutauv1alpha1.LeaseMemberGone, in.Now
 			e.Reason = "confirmed gone with " + urutauv1alpha1.AnnotationConfirmGone + " while it did not answer"
@@ -221,7 +238,39 @@ func settleDeparted(l *urutauv1alpha1.ReaderLease, in leaseInput) (confirmed, dr
 		kept = append(kept, e)
 	}
 	l.Spec.Members = kept
-	return sortedUnique(confirmed), sortedUnique(dropped)
+	return sortedUnique(confirmed), sortedUnique(fenced), sortedUnique(dropped)
+}
+
+// recordFence keeps each of Self's entries' fence up to date: on the members it runs on (run),
+// the fence of a fenced placement, Renewing, its bound never lowered while a coordinator rendered
+// with the old one may run, and Verified when the entry starts now (fresh: no reader of the
+// pipeline is there, and the one that starts is rendered fenced) or the hub found every
+// coordinator pod fenced; none for an unfenced placement. On the members it left, the fence is
+// kept but no longer Renewing: the bound runs.
+func recordFence(entries []urutauv1alpha1.LeaseMember, in leaseInput, run, fresh sets.Set[string]) {
+	for i := range entries {
+		e := &entries[i]
+		if e.PipelineUID != in.Self.UID {
+			continue
+		}
+		if in.Targets[e.Cluster] != e.ClusterID || !run.Has(e.Cluster) {
+			if e.Fence != nil && in.Targets[e.Cluster] != e.ClusterID {
+				e.Fence.Renewing = false
+			}
+			continue
+		}
+		if in.Fence == nil {
+			e.Fence = nil
+			continue
+		}
+		f := urutauv1alpha1.LeaseMemberFence{BoundSeconds: in.Fence.BoundSeconds, Renewing: true}
+		if e.Fence != nil {
+			f.BoundSeconds = max(f.BoundSeconds, e.Fence.BoundSeconds)
+			f.Verified = e.Fence.Verified
+		}
+		f.Verified = f.Verified || fresh.Has(e.Cluster) || in.FenceVerified.Has(e.Cluster)
+		e.Fence = &f
+	}
 }
 
 // blockingEntries are the Active entries that stop self from starting anywhere: every Active

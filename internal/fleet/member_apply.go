@@ -23,6 +23,7 @@ import (
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
 	"github.com/urutau-io/fleet/internal/adopt"
 	"github.com/urutau-io/fleet/internal/coordinator"
+	"github.com/urutau-io/fleet/internal/inventory"
 	"github.com/urutau-io/fleet/internal/tenancy"
 )
 
@@ -90,8 +91,10 @@ type applyJob struct {
 	// guard refuses to write over an object this pipeline does not own (adoption rules).
 	guard func(kind string, existing client.Object) error
 	// boundary is the tenancy boundary; nsCheck its check of the member namespace, made before
-	// the job's first write.
+	// the job's first write; hubNS and member are what that check decides from besides.
 	boundary tenancy.Boundary
+	hubNS    *corev1.Namespace
+	member   inventory.Member
 	nsCheck  namespaceCheck
 	// leader refuses every write once this replica may no longer lead (nil: no leader election).
 	leader *LeaderFence
@@ -359,7 +362,7 @@ func (j *applyJob) applyCoordinator(ctx context.Context, res *memberResult, w *c
 	if res.wrote == before {
 		return req.live.(*appsv1.StatefulSet), true
 	}
-	current, err := appliedStatefulSet(req.desired)
+	current, err := req.appliedStatefulSet()
 	if err != nil {
 		res.fail(err)
 		return nil, false

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -53,6 +54,9 @@ type departedResult struct {
 	message string
 	// timedOut: a request to the member ran out of time.
 	timedOut bool
+	// fencedUntil, for an unreachable member whose coordinator is fenced, is when the fence's
+	// bound passes and the move completes by itself (fencelease.go).
+	fencedUntil time.Time
 }
 
 // cleanJob empties one member of one pipeline's objects and says what is left.
@@ -116,6 +120,8 @@ func cleanupLists() []client.ObjectList {
 	so.SetGroupVersionKind(scaledObjectListGVK)
 	return []client.ObjectList{
 		&appsv1.StatefulSetList{},
+		// The fence Lease of a fenced placement: without it, a fenced coordinator stops.
+		&coordinationv1.LeaseList{},
 		so,
 		&corev1.ConfigMapList{},
 		&corev1.ServiceList{},
@@ -171,6 +177,9 @@ func cleanupMember(ctx context.Context, reader client.Reader, writer client.Clie
 			return res, err
 		}
 	}
+	if err := deleteUnlabelled(ctx, reader, writer, e, &res); err != nil {
+		return res, err
+	}
 	pods, err := readerPods(ctx, reader, e)
 	if err != nil {
 		return res, err
@@ -184,6 +193,33 @@ func cleanupMember(ctx context.Context, reader client.Reader, writer client.Clie
 		res.stray = append(res.stray, pods.stray[i].Name)
 	}
 	return res, nil
+}
+
+// deleteUnlabelled deletes the entry's pipeline's coordinator StatefulSet when a person removed
+// its pipeline-UID label, by which the pass above finds what to delete: it still carries the
+// hub's other labels for that pipeline (managed-by, hub namespace and name), and its pod, which
+// readerPods counts, would otherwise hold the member forever (a move that never completes, a
+// tombstone never replayed). Without the UID label it cannot be told from a re-created pipeline
+// of the same name placed there: deleting it then only restarts that pipeline's coordinator,
+// which its own reconcile makes again, while keeping it would keep a reader no one stops. One
+// that carries any UID label, or not the hub's labels (a single-cluster operator's, or one
+// stripped of every label, which the hub cannot tell from one it never wrote), is left alone.
+func deleteUnlabelled(ctx context.Context, reader client.Reader, writer client.Client, e urutauv1alpha1.LeaseMember, res *cleanupResult) error {
+	sts := &appsv1.StatefulSet{}
+	err := reader.Get(ctx, client.ObjectKey{Namespace: e.Namespace, Name: coordinator.CoordinatorName(e.PipelineName)}, sts)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("reading the coordinator StatefulSet of %s in namespace %q: %w", e.PipelineName, e.Namespace, err)
+	}
+	l := sts.Labels
+	if _, labelled := l[urutauv1alpha1.LabelHubPipelineUID]; labelled || l[urutauv1alpha1.LabelManagedBy] != urutauv1alpha1.ManagedByFleet ||
+		l[urutauv1alpha1.LabelHubName] != e.PipelineName || l[urutauv1alpha1.LabelHubNamespace] != e.PipelineNamespace {
+		return nil
+	}
+	list := &appsv1.StatefulSetList{Items: []appsv1.StatefulSet{*sts}}
+	return deleteListed(ctx, writer, list, e.Namespace, res)
 }
 
 // deleteStrayPod deletes a reader pod no StatefulSet controls, with a UID precondition: a pod of

@@ -10,7 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
 )
@@ -130,35 +129,6 @@ func TestHoldsApplied(t *testing.T) {
 		if got := holdsApplied(tc.obj, me, "h1"); got != tc.want {
 			t.Errorf("%s: holdsApplied = %v, want %v", tc.name, got, tc.want)
 		}
-	}
-}
-
-// The member cache keeps what the hub decides from: metadata (managers without field sets) and a
-// StatefulSet's status.
-func TestTrimMemberObject(t *testing.T) {
-	raw := metav1.NewFieldsV1(`{"f:data":{}}`)
-	meta := metav1.ObjectMeta{Name: "x", Labels: map[string]string{"k": "v"},
-		Annotations:   map[string]string{"kubectl.kubernetes.io/last-applied-configuration": "{}", "keep": "me"},
-		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "m", FieldsV1: raw}}}
-	sts := &appsv1.StatefulSet{ObjectMeta: *meta.DeepCopy(), Spec: appsv1.StatefulSetSpec{ServiceName: "s", Replicas: ptr.To[int32](0)},
-		Status: appsv1.StatefulSetStatus{ReadyReplicas: 1}}
-	cm := &corev1.ConfigMap{ObjectMeta: *meta.DeepCopy(), Data: map[string]string{"pipeline.yaml": "big"}}
-	for _, o := range []client.Object{sts, cm} {
-		if _, err := trimMemberObject(o); err != nil {
-			t.Fatal(err)
-		}
-		if o.GetManagedFields()[0].FieldsV1 != nil || o.GetManagedFields()[0].Manager != "m" {
-			t.Errorf("%T: managedFields = %+v", o, o.GetManagedFields())
-		}
-		if _, kept := o.GetAnnotations()["kubectl.kubernetes.io/last-applied-configuration"]; kept || o.GetAnnotations()["keep"] != "me" || o.GetLabels()["k"] != "v" {
-			t.Errorf("%T: metadata = %v %v", o, o.GetAnnotations(), o.GetLabels())
-		}
-	}
-	if sts.Spec.ServiceName != "" || sts.Status.ReadyReplicas != 1 || sts.Spec.Replicas == nil || *sts.Spec.Replicas != 0 {
-		t.Errorf("StatefulSet: spec kept or status dropped: %+v %+v", sts.Spec, sts.Status)
-	}
-	if cm.Data != nil {
-		t.Errorf("ConfigMap data kept: %v", cm.Data)
 	}
 }
 

@@ -10,11 +10,6 @@ import (
 	"syscall"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
-	policyv1 "k8s.io/api/policy/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -252,12 +247,13 @@ func (t *livenessRoundTripper) RoundTrip(req *http.Request) (*http.Response, err
 	return resp, err
 }
 
-// MemberClusterOptions make a member's cache hold, of each kind the hub writes, every object's
-// metadata only (trimMemberObject): the hub's own objects, to tell a no-op apply and a coordinator's
-// readiness, and everyone else's, so that an object of the same name that is not the pipeline's is
-// seen before anything is written over it (internal/adopt) without a read per object. Secrets and
-// pods are never cached: they are read live. They also bound the first sync of that cache by
-// syncTimeout; hand them to the provider (kubeconfig.Options.ClusterOptions).
+// MemberClusterOptions make a member's cache hold, of each kind the hub writes, every object in
+// the few hundred bytes of what the hub reads of it (memberObject, membercache.go): the hub's own
+// objects, to tell a no-op apply and a coordinator's readiness, and everyone else's, so that an
+// object of the same name that is not the pipeline's is seen before anything is written over it
+// (internal/adopt) without a read per object. The cache serves them as typed objects
+// (memberCache). Secrets and pods are never cached: they are read live. They also bound the first
+// sync of that cache by syncTimeout; hand them to the provider (kubeconfig.Options.ClusterOptions).
 //
 // Why the bound: the providers wait for a new member's cache to sync and then engage it with our
 // controllers, whose watch sources wait, with no deadline, for informers of each kind they watch.
@@ -268,50 +264,16 @@ func (t *livenessRoundTripper) RoundTrip(req *http.Request) (*http.Response, err
 // engagement that goes ahead finds every informer its sources want already synced.
 func MemberClusterOptions(syncTimeout time.Duration) cluster.Option {
 	return func(o *cluster.Options) {
-		o.Cache.DefaultTransform = trimMemberObject
+		o.Cache.DefaultTransform = compactMemberObject
+		o.Cache.NewInformer = newMemberInformer
 		o.NewCache = func(cfg *rest.Config, opts cache.Options) (cache.Cache, error) {
 			c, err := cache.New(cfg, opts)
 			if err != nil {
 				return nil, err
 			}
-			return &warmCache{Cache: c, kinds: memberWatchedKinds(), timeout: syncTimeout, server: cfg.Host}, nil
+			return &warmCache{Cache: &memberCache{Cache: c}, kinds: memberWatchedKinds(), timeout: syncTimeout, server: cfg.Host}, nil
 		}
 	}
-}
-
-// trimMemberObject is the member caches' transform: it keeps what the hub decides from and
-// drops the rest before an object is stored, so a placement costs the hub a few hundred bytes per
-// object, not the whole object (hack/bench: RSS per placement). Kept: metadata, with managedFields
-// reduced to who wrote when (manager, operation, time, subresource), and a StatefulSet's status
-// (readiness) and replicas (a hand scale to zero leaves no manager behind, see applyRequest.keeps).
-// Dropped: the rest of specs, ConfigMap data, rules, subjects, and every managedFields field
-// set. The no-op check then reads the content hash annotation and the managers (holdsApplied);
-// when it cannot tell, it reads the object from the member itself.
-func trimMemberObject(in any) (any, error) {
-	obj, ok := in.(client.Object)
-	if !ok {
-		return in, nil
-	}
-	trimMeta(obj)
-	switch o := obj.(type) {
-	case *appsv1.StatefulSet:
-		o.Spec = appsv1.StatefulSetSpec{Replicas: o.Spec.Replicas}
-	case *corev1.ConfigMap:
-		o.Data, o.BinaryData = nil, nil
-	case *corev1.Service:
-		o.Spec = corev1.ServiceSpec{}
-	case *corev1.ServiceAccount:
-		o.Secrets, o.ImagePullSecrets = nil, nil
-	case *rbacv1.Role:
-		o.Rules = nil
-	case *rbacv1.RoleBinding:
-		o.Subjects, o.RoleRef = nil, rbacv1.RoleRef{}
-	case *policyv1.PodDisruptionBudget:
-		o.Spec = policyv1.PodDisruptionBudgetSpec{}
-	case *networkingv1.NetworkPolicy:
-		o.Spec = networkingv1.NetworkPolicySpec{}
-	}
-	return obj, nil
 }
 
 // trimMeta drops the field sets of managedFields and the last-applied annotation of kubectl.

@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
-	"github.com/urutau-io/fleet/internal/fleet/inventory"
+	"github.com/urutau-io/fleet/internal/inventory"
 )
 
 // memberConn is how the hub reaches one member cluster in one piece of work.
@@ -75,6 +75,20 @@ type memberHealth struct {
 	message string
 	// lastAnswer is when it last answered a check.
 	lastAnswer time.Time
+	// downSince is when a check first found it down, while it stays down.
+	downSince time.Time
+}
+
+// lostSince is when the member was last known answering: its last answer, or, when this hub
+// never saw one, when it was first found down. Zero while it answers.
+func (h memberHealth) lostSince() time.Time {
+	switch {
+	case !h.checked || h.up:
+		return time.Time{}
+	case !h.lastAnswer.IsZero():
+		return h.lastAnswer
+	}
+	return h.downSince
 }
 
 // engageWait bounds how long one member's work waits for the provider to engage a member the
@@ -137,10 +151,11 @@ func (s *memberSet) clientsFor(member string, cl cluster.Cluster) (*memberConn, 
 		return nil, fmt.Errorf("building a client for cluster %q: %w", member, err)
 	}
 	opts.Cache = &client.CacheOptions{Reader: cl.GetCache()}
-	cached, err := client.New(cfg, opts)
+	withCache, err := client.New(cfg, opts)
 	if err != nil {
 		return nil, fmt.Errorf("building a client for cluster %q: %w", member, err)
 	}
+	cached := newMemberClient(withCache, cfg, opts.HTTPClient, opts.Scheme, opts.Mapper)
 	if s.members == nil {
 		s.members = map[string]*memberEntry{}
 	}
@@ -254,7 +269,10 @@ func (s *memberSet) setHealth(member string, h memberHealth) (changed bool) {
 	}
 	old := e.health
 	if !h.up {
-		h.lastAnswer = old.lastAnswer
+		h.lastAnswer, h.downSince = old.lastAnswer, old.downSince
+		if old.up || !old.checked || h.downSince.IsZero() {
+			h.downSince = time.Now()
+		}
 	}
 	e.health = h
 	up := 0.0
@@ -290,7 +308,7 @@ func (s *memberSet) forget(member string) {
 	s.breaker.forget(member)
 	s.backoff.forgetMember(member)
 	for _, v := range memberMetrics {
-		v.DeletePartialMatch(prometheus.Labels{"cluster": member})
+		v.DeletePartialMatch(prometheus.Labels{memberLabel: member})
 	}
 }
 

@@ -119,8 +119,8 @@ var _ = Describe("Members come and go", func() {
 			seen = time.Since(start)
 		}).WithTimeout(2 * memberTimeout).Should(Succeed())
 		figure("idle member a stopped: Unreachable in the status %s later (bound: 2 x --member-timeout = %s)", seen.Round(time.Millisecond), 2*memberTimeout)
-		v, ok := gauge("urutau_fleet_member_up", map[string]string{"cluster": "a"})
-		Expect(ok && v == 0).To(BeTrue(), "urutau_fleet_member_up{cluster=a} = %v (present %v)", v, ok)
+		v, ok := gauge("urutau_fleet_member_up", map[string]string{"member": "a"})
+		Expect(ok && v == 0).To(BeTrue(), "urutau_fleet_member_up{member=a} = %v (present %v)", v, ok)
 		By("the hub publishes it: a's health record says False, why, and when a last answered")
 		var down *coordinationv1.Lease
 		Eventually(func(g Gomega) {
@@ -286,16 +286,16 @@ var _ = Describe("Members come and go", func() {
 	It("drops every metric series of a member that leaves the inventory", func(ctx SpecContext) {
 		registerMember(ctx, "leaving", members["b"], map[string]string{}, nil)
 		Eventually(func() bool {
-			_, ok := gauge("urutau_fleet_member_up", map[string]string{"cluster": "leaving"})
+			_, ok := gauge("urutau_fleet_member_up", map[string]string{"member": "leaving"})
 			return ok
 		}).Should(BeTrue())
 		unregisterMember(ctx, "leaving")
 		Eventually(func() bool {
-			_, ok := gauge("urutau_fleet_member_up", map[string]string{"cluster": "leaving"})
+			_, ok := gauge("urutau_fleet_member_up", map[string]string{"member": "leaving"})
 			return ok
 		}).Should(BeFalse())
 		Consistently(func() bool {
-			_, ok := gauge("urutau_fleet_member_up", map[string]string{"cluster": "leaving"})
+			_, ok := gauge("urutau_fleet_member_up", map[string]string{"member": "leaving"})
 			return ok
 		}, 3*time.Second).Should(BeFalse())
 	})
@@ -308,7 +308,7 @@ var _ = Describe("Members come and go", func() {
 		}}}
 		Expect(members["a"].Client.Create(ctx, cm)).To(Succeed())
 		Eventually(func(g Gomega) {
-			v, ok := gauge("urutau_fleet_orphans", map[string]string{"cluster": "a"})
+			v, ok := gauge("urutau_fleet_orphans", map[string]string{"member": "a"})
 			g.Expect(ok).To(BeTrue())
 			g.Expect(v).To(BeNumerically(">=", 1))
 			ev := &eventsList{}

@@ -1,12 +1,16 @@
 package fleet
 
 import (
+	"regexp"
+	"slices"
+	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
-	"github.com/urutau-io/fleet/internal/fleet/inventory"
+	"github.com/urutau-io/fleet/internal/inventory"
 )
 
 // The expiry of a member's credentials is exported from its entry's annotation; an entry without
@@ -42,4 +46,31 @@ func TestRecordCredentialsExpiry(t *testing.T) {
 	series(1, "b lost its annotation and c's is unreadable")
 	(&memberSet{}).forget("a")
 	series(0, "a left the inventory")
+}
+
+var variableLabels = regexp.MustCompile(`variableLabels: \{([^}]*)\}`)
+
+// labelsOf are the variable labels of every metric c describes.
+func labelsOf(c prometheus.Collector) [][]string {
+	ch := make(chan *prometheus.Desc, 8)
+	c.Describe(ch)
+	close(ch)
+	var out [][]string
+	for d := range ch {
+		m := variableLabels.FindStringSubmatch(d.String())
+		out = append(out, strings.Split(m[1], ","))
+	}
+	return out
+}
+
+// Every per-member metric names the member in the label "member", never "cluster" (the external
+// label Thanos, Mimir and many Prometheus setups add): with both, one overwrites the other.
+func TestMemberLabel(t *testing.T) {
+	for _, v := range memberMetrics {
+		for _, labels := range labelsOf(v.(prometheus.Collector)) {
+			if !slices.Contains(labels, "member") || slices.Contains(labels, "cluster") {
+				t.Errorf("a per-member metric has the labels %v: want member, and no cluster", labels)
+			}
+		}
+	}
 }

@@ -6,13 +6,14 @@ import (
 	"slices"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
 	"github.com/urutau-io/fleet/internal/coordinator"
-	"github.com/urutau-io/fleet/internal/fleet/inventory"
+	"github.com/urutau-io/fleet/internal/inventory"
 	"github.com/urutau-io/fleet/internal/spec"
 	"github.com/urutau-io/fleet/internal/tenancy"
 )
@@ -37,9 +38,10 @@ type world struct {
 	refused      map[string]string
 	unidentified map[string]error
 	// denied are selected members the tenancy boundary refuses to the pipeline; boundary is that
-	// boundary, for the checks made in the member.
+	// boundary and hubNS the pipeline's hub namespace, for the checks made in the member.
 	denied   map[string]*tenancy.Denial
 	boundary tenancy.Boundary
+	hubNS    *corev1.Namespace
 	// accepted are member names whose new identity a person accepted (AnnotationClusterID): the
 	// pipeline's entries for the old identity there count as gone.
 	accepted sets.Set[string]
@@ -59,6 +61,8 @@ type world struct {
 	// held are targets that do not run because another target reads the same database, with why
 	// (shared_source.go).
 	held map[string]string
+	// failover is what a failover placement decided (failover.go); nil for other placements.
+	failover *failoverView
 }
 
 // observe reads the world for p. Reading a member's identity contacts it (once per connection);
@@ -89,6 +93,12 @@ func (r *CoordinatorReconciler) observe(ctx context.Context, p *urutauv1alpha1.C
 	w.leaseName = LeaseName(w.source, p.UID)
 	if err := r.observeLease(ctx, p, w); err != nil {
 		return nil, err
+	}
+	if p.Spec.Placement.Failover != nil {
+		if err := r.observeFailover(p, members, w); err != nil {
+			w.specErr = err
+			return w, nil
+		}
 	}
 	if err := r.observeBoundary(ctx, p, w); err != nil {
 		return nil, err

@@ -35,6 +35,7 @@ func (r *CoordinatorReconciler) place(ctx context.Context, p *urutauv1alpha1.CDC
 	current := followRenames(w.lease, targets, w.ids, w.accepted)
 	w.held = r.holdSharedReaders(ctx, p, w, current, targets)
 	pl := &placement{departed: r.cleanDeparted(ctx, p, w, departedEntries(current, p.UID, targets))}
+	fi := r.prepareFence(ctx, p, current, targets, pl.departed)
 	confirmed := ConfirmedGone(p).Union(w.accepted)
 	observed := map[entryKey]DepartedState{}
 	for k, d := range pl.departed {
@@ -48,6 +49,7 @@ func (r *CoordinatorReconciler) place(ctx context.Context, p *urutauv1alpha1.CDC
 		Self:      urutauv1alpha1.PipelineRef{Namespace: p.Namespace, Name: p.Name, UID: p.UID},
 		Namespace: p.Namespace, Source: w.source, Current: current, HolderGone: w.holderGone,
 		Targets: targets, Observed: observed, Confirmed: confirmed, Now: metav1.Now().Rfc3339Copy(),
+		Fence: fi.fence, FenceVerified: fi.verified, FenceDrained: fi.drained,
 	})
 	pl.lease = w.lease
 	if pl.decision.Lease != nil && (pl.decision.Changed || (w.lease != nil && current != w.lease)) {
@@ -58,6 +60,14 @@ func (r *CoordinatorReconciler) place(ctx context.Context, p *urutauv1alpha1.CDC
 			return nil, err
 		}
 		pl.lease, pl.wrote = written, true
+	}
+	r.afterLeaseWritten(p, pl.lease, pl.decision)
+	for _, m := range pl.decision.Fenced {
+		r.event(p, corev1.EventTypeNormal, EventFenceDrained, "Move",
+			"cluster %q does not answer, but its coordinator is fenced and the fence's bound has passed since the last renewal: it no longer holds the move (no %s needed); it is emptied if it ever answers again", m, urutauv1alpha1.AnnotationConfirmGone)
+	}
+	if err := r.consumeFailoverRequest(ctx, p, w); err != nil {
+		return nil, err
 	}
 	return pl, r.consumeConfirmations(ctx, p, pl.decision.Confirmed)
 }

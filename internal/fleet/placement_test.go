@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
-	"github.com/urutau-io/fleet/internal/fleet/inventory"
+	"github.com/urutau-io/fleet/internal/inventory"
 )
 
 func pipelineWith(pl urutauv1alpha1.Placement, ovs ...urutauv1alpha1.ClusterOverride) *urutauv1alpha1.CDCPipeline {

@@ -2,7 +2,7 @@ package fleet
 
 // The hub's RBAC on the hub cluster, in one place. `make manifests` generates
 // config/hub/rbac/role.yaml from these markers (and those of internal/webhook and
-// internal/fleet/inventory); cmd/hub's TestShippedRBAC runs the hub with exactly the shipped RBAC
+// internal/inventory); cmd/hub's TestShippedRBAC runs the hub with exactly the shipped RBAC
 // and checks, from the API server's audit log, that it is refused nothing and that every verb
 // shipped is used. The self-signed certificate's rights are not here: they ship with
 // config/hub/self-signed only.

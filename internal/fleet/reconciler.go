@@ -21,7 +21,8 @@ import (
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
-	"github.com/urutau-io/fleet/internal/fleet/inventory"
+	"github.com/urutau-io/fleet/internal/inventory"
+	"github.com/urutau-io/fleet/internal/tenancy"
 )
 
 // Defaults of the reconciler's settings.
@@ -90,6 +91,12 @@ type CoordinatorReconciler struct {
 	// --lease-namespace): no pipeline runs in a namespace of that name, hub or member
 	// (tenancy.Boundary.Reserved).
 	ReservedNamespaces []string
+	// Images are the hub's image rules (--coordinator-image, --allowed-images,
+	// --require-image-digests); PlacementPolicies allow more (tenancy.Boundary.Images).
+	Images tenancy.ImageSettings
+	// AllowWeakPodSecurity places pipelines into member namespaces that enforce less than the Pod
+	// Security baseline level (--allow-weak-pod-security).
+	AllowWeakPodSecurity bool
 	// MaxConcurrentReconciles is per controller (manager-wide options are not applied by
 	// multicluster-runtime v0.24.1).
 	MaxConcurrentReconciles int
@@ -121,6 +128,14 @@ type CoordinatorReconciler struct {
 	// no member is written by a replica whose lease may have passed to another.
 	Leader *LeaderFence
 
+	// FenceImage holds the fence binary (/fence): the hub's own image (--fence-image). Fenced
+	// placements wait, stalled, while it is empty.
+	FenceImage string
+	// FenceTTL and FenceGrace are the fence's bound (--fence-ttl, --fence-grace): a fenced
+	// coordinator runs while its last renewal is younger than FenceTTL and is killed FenceGrace
+	// later. FenceMargin is what the hub waits beyond that bound (--fence-margin).
+	FenceTTL, FenceGrace, FenceMargin time.Duration
+
 	// The state that outlives one reconcile, all of it described in doc.go.
 	members memberSet
 	applier applier
@@ -139,6 +154,9 @@ type CoordinatorReconciler struct {
 	// lookAgain holds the pipelines whose writes crossed a change by someone else: they are
 	// reconciled again at once.
 	lookAgain sync.Map
+	// fence renews the fence Leases of fenced placements and tells when a member they left is
+	// drained by the fence (fencelease.go).
+	fence *fenceRenewer
 }
 
 // Reconcile brings one hub CDCPipeline's members to its spec, in phases: deletion first, then the

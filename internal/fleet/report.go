@@ -20,6 +20,7 @@ func (r *CoordinatorReconciler) report(ctx context.Context, p *urutauv1alpha1.CD
 	obs := observation(p, w, pl, results)
 	orig := p.DeepCopy()
 	p.Status = ComputeStatus(p.Status, obs)
+	r.reportFailover(p, orig, w, results)
 	for m, d := range w.denied {
 		if _, ok := results[m]; !ok {
 			results[m] = denied(m, w.ids[m], d)
@@ -100,11 +101,15 @@ func departedObservation(e urutauv1alpha1.LeaseMember, d departedResult, obs *Ob
 		m.Message = "confirmed gone: emptied if it ever answers again"
 	case d.state == DepartedUnreachable && slicesContains(obs.Deregistered, e.Cluster):
 		m.Phase = urutauv1alpha1.ClusterOrphaned
+	case d.state == DepartedUnreachable && !d.fencedUntil.IsZero():
+		m.Phase = urutauv1alpha1.ClusterUnreachable
+		m.Message = fmt.Sprintf("no longer placed here and does not answer; its coordinator is fenced and stops by itself: the move completes at about %s without a person (%s)",
+			d.fencedUntil.UTC().Truncate(time.Second).Format(time.RFC3339), d.message)
 	case d.state == DepartedUnreachable:
 		m.Phase = urutauv1alpha1.ClusterUnreachable
 		m.Message = "no longer placed here, but the coordinator cannot be removed: " + d.message
 	}
-	if d.state == DepartedUnreachable && e.State == urutauv1alpha1.LeaseMemberActive && len(obs.Waiting) > 0 {
+	if d.state == DepartedUnreachable && e.State == urutauv1alpha1.LeaseMemberActive && len(obs.Waiting) > 0 && d.fencedUntil.IsZero() {
 		obs.BlockedBy = appendUnique(obs.BlockedBy, e.Cluster)
 	} else if e.State != urutauv1alpha1.LeaseMemberGone {
 		obs.Removing = appendUnique(obs.Removing, e.Cluster)
@@ -148,6 +153,20 @@ func (r *CoordinatorReconciler) nextLook(p *urutauv1alpha1.CDCPipeline, w *world
 		// Members' Secrets make no event the hub watches: a Secret closed to the fleet, or one
 		// repointed at the database another member reads, is found within this interval.
 		soonest(r.SecretRecheckInterval)
+	}
+	for _, d := range pl.departed {
+		if !d.fencedUntil.IsZero() {
+			// The fence's bound passes with no event: look then.
+			soonest(max(time.Until(d.fencedUntil), 0) + 100*time.Millisecond)
+		}
+	}
+	if fo := w.failover; fo != nil {
+		if !fo.decision.RecheckAt.IsZero() {
+			soonest(max(time.Until(fo.decision.RecheckAt), 0) + 100*time.Millisecond)
+		}
+		if stuck(fo.decision) || failingOver(p.Status.Failover) {
+			soonest(r.RetryInterval)
+		}
 	}
 	for _, res := range results {
 		switch {

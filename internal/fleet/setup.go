@@ -26,7 +26,7 @@ import (
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
-	"github.com/urutau-io/fleet/internal/fleet/inventory"
+	"github.com/urutau-io/fleet/internal/inventory"
 	"github.com/urutau-io/fleet/internal/webhook"
 )
 
@@ -74,6 +74,12 @@ func (r *CoordinatorReconciler) setDefaults(mgr mcmanager.Manager) {
 	r.members.liveness = r.Liveness
 	r.applier.base = r.FieldManager
 	r.leases = leaseStore{client: r.Client, live: r.APIReader, namespace: r.LeaseNamespace, owner: r.FieldManager}
+	r.FenceTTL = orDefault(r.FenceTTL, DefaultFenceTTL)
+	r.FenceGrace = orDefault(r.FenceGrace, DefaultFenceGrace)
+	r.FenceMargin = orDefault(r.FenceMargin, DefaultFenceMargin)
+	r.fence = newFenceRenewer(fenceConfig{image: r.FenceImage, ttl: r.FenceTTL, grace: r.FenceGrace, margin: r.FenceMargin})
+	r.fence.renew, r.fence.bootstrap, r.fence.timeout = r.renewFence, r.fencedEntries, r.MemberTimeout
+	r.fence.down = func(m string) bool { down, _ := r.members.down(m); return down }
 	holder, _ := os.Hostname()
 	r.records = healthRecords{client: r.Client, live: r.APIReader, namespace: r.LeaseNamespace, holder: holder, interval: r.HealthInterval}
 }
@@ -102,6 +108,9 @@ func (r *CoordinatorReconciler) SetupWithManager(mgr mcmanager.Manager) error {
 	r.health = r.healthMonitor(mgr, lr)
 	if err := mgr.GetLocalManager().Add(r.health); err != nil {
 		return fmt.Errorf("adding the member health checks: %w", err)
+	}
+	if err := mgr.GetLocalManager().Add(r.fence); err != nil {
+		return fmt.Errorf("adding the fence renewals: %w", err)
 	}
 	if err := mgr.GetLocalManager().Add(&fleetGauges{hub: r.Client, leaseNamespace: r.LeaseNamespace}); err != nil {
 		return fmt.Errorf("adding the fleet gauges: %w", err)

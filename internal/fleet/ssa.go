@@ -70,6 +70,10 @@ type applyRequest struct {
 	// cache may lag (memberCacheRecovery), and an object of someone else it does not show would be
 	// written over without the guard's check.
 	confirmMiss bool
+	// answer receives the API server's answer to the apply, for the typed kinds (send); answered
+	// tells it does.
+	answer   client.Object
+	answered bool
 	// guard, when set, is asked before an existing object is written: an error (an object this
 	// pipeline does not own) stops the apply.
 	guard func(kind string, existing client.Object) error
@@ -147,11 +151,7 @@ func (a *applier) apply(ctx context.Context, cached, live client.Reader, writer 
 	}
 	key := a.cacheKey(member, r.kind, r.key)
 	a.echoes.begin(key)
-	err = writer.Apply(ctx, r.desired, client.FieldOwner(manager), client.ForceOwnership)
-	rv := ""
-	if err == nil {
-		rv = resourceVersionOf(r.desired)
-	}
+	rv, err := send(ctx, writer, manager, r)
 	r.crossed = a.echoes.end(key, rv)
 	if err != nil {
 		return false, fmt.Errorf("applying %s %s to cluster %q: %w", r.kind, r.key, member, err)
@@ -178,12 +178,14 @@ func (a *applier) releaseOthers(ctx context.Context, writer client.Client, manag
 		APIVersion string `json:"apiVersion"`
 		Kind       string `json:"kind"`
 	}
-	if err := json.Unmarshal(r.desiredJSON, &ident); err != nil {
-		return err
-	}
 	for _, mf := range r.live.GetManagedFields() {
 		if mf.Operation != metav1.ManagedFieldsOperationApply || mf.Subresource != "" || mf.Manager == manager || !strings.HasPrefix(mf.Manager, a.base+"@") {
 			continue
+		}
+		if ident.Kind == "" {
+			if err := json.Unmarshal(r.desiredJSON, &ident); err != nil {
+				return err
+			}
 		}
 		empty := &unstructured.Unstructured{}
 		empty.SetAPIVersion(ident.APIVersion)
@@ -336,7 +338,9 @@ func (a *applier) forget(member string, obj client.Object) {
 
 // kindOf names the kinds the member watches deliver, as applyRequest.kind does.
 func kindOf(obj client.Object) string {
-	switch obj.(type) {
+	switch o := obj.(type) {
+	case *memberObject:
+		return memberKindGVK[o.kind].Kind
 	case *corev1.ServiceAccount:
 		return "ServiceAccount"
 	case *policyv1.PodDisruptionBudget:
@@ -390,13 +394,8 @@ func newApplyRequest[T client.Object, AC runtime.ApplyConfiguration](kind string
 	if err != nil {
 		return nil, fmt.Errorf("marshalling %s: %w", kind, err)
 	}
-	var meta struct {
-		Metadata struct {
-			Name      string `json:"name"`
-			Namespace string `json:"namespace"`
-		} `json:"metadata"`
-	}
-	if err := json.Unmarshal(b, &meta); err != nil {
+	key, err := objectKeyOf(desired)
+	if err != nil {
 		return nil, fmt.Errorf("reading the name of %s: %w", kind, err)
 	}
 	return &applyRequest{
@@ -404,7 +403,8 @@ func newApplyRequest[T client.Object, AC runtime.ApplyConfiguration](kind string
 		desired:     desired,
 		desiredJSON: b,
 		contentHash: hash,
-		key:         client.ObjectKey{Namespace: meta.Metadata.Namespace, Name: meta.Metadata.Name},
+		key:         key,
+		answer:      newAnswer(newLive()),
 		live:        newLive(),
 		newLive:     func() client.Object { return newLive() },
 		extract: func(o client.Object, m string) ([]byte, error) {

@@ -50,6 +50,7 @@ const (
 	ReasonIdentityChanged           = "IdentityChanged"
 	ReasonDeregistered              = "Deregistered"
 	ReasonSourceShared              = "SourceShared"
+	ReasonHubMisconfigured          = "HubMisconfigured"
 )
 
 // MemberObservation is what one reconcile saw (or did) in one member.
@@ -109,6 +110,8 @@ type Observation struct {
 	Deregistered []string
 	// SourceChanged stalls the pipeline with this message.
 	SourceChanged string
+	// HubMisconfigured stalls the pipeline with this message: the hub lacks a setting it needs.
+	HubMisconfigured string
 	// Held are selected members the pipeline does not run on because another member reads the
 	// same database, with why (shared_source.go).
 	Held map[string]string
@@ -205,6 +208,8 @@ func verdict(o Observation, s memberSummary) verdictOf {
 			o.Terminated.Reason, where, o.Terminated.Message))
 	case o.SourceChanged != "":
 		return stall(ReasonSourceChanged, o.SourceChanged)
+	case o.HubMisconfigured != "":
+		return stall(ReasonHubMisconfigured, o.HubMisconfigured)
 	case o.Lease.HolderLive:
 		return stall(ReasonSourceInUse, leaseMessage(o.Lease))
 	case len(o.BlockedBy) > 0:

@@ -24,7 +24,8 @@ import (
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
 	"github.com/urutau-io/fleet/internal/fleet"
-	"github.com/urutau-io/fleet/internal/fleet/inventory"
+	"github.com/urutau-io/fleet/internal/inventory"
+	"github.com/urutau-io/fleet/internal/tenancy"
 	"github.com/urutau-io/fleet/internal/testenv"
 )
 
@@ -41,6 +42,11 @@ const (
 	// openPolicy is the PlacementPolicy that lets every hub namespace place on every member.
 	openPolicy = "open"
 	image      = "ghcr.io/urutau-io/coordinator:test"
+	// The fence of fenced placements: short, so failover specs finish in seconds.
+	fenceImage  = "ghcr.io/urutau-io/urutau-fleet-hub:test"
+	fenceTTL    = 4 * time.Second
+	fenceGrace  = 2 * time.Second
+	fenceMargin = time.Second
 )
 
 var (
@@ -109,8 +115,11 @@ var _ = BeforeSuite(func() {
 	Expect(provider.SetupWithManager(suiteCtx, mgr)).To(Succeed())
 
 	r := &fleet.CoordinatorReconciler{
-		Inventory:          inventory.KubeconfigSecrets{Client: mgr.GetLocalManager().GetClient(), Namespace: systemNS},
-		Image:              image,
+		Inventory: inventory.KubeconfigSecrets{Client: mgr.GetLocalManager().GetClient(), Namespace: systemNS},
+		Image:     image,
+		// The hub's own registry, as an admin allows it (--allowed-images): the specs roll
+		// coordinators to other tags of it.
+		Images:             tenancy.ImageSettings{Default: image, Allowed: []string{"ghcr.io/urutau-io/*"}},
 		MemberTimeout:      memberTimeout,
 		Liveness:           liveness,
 		TombstoneGrace:     tombstoneGrace,
@@ -122,6 +131,10 @@ var _ = BeforeSuite(func() {
 		SecretRecheckInterval: time.Second,
 		RetryInterval:         retryInterval,
 		WaitInterval:          waitInterval,
+		FenceImage:            fenceImage,
+		FenceTTL:              fenceTTL,
+		FenceGrace:            fenceGrace,
+		FenceMargin:           fenceMargin,
 	}
 	Expect(r.SetupWithManager(mgr)).To(Succeed())
 	go func() {

@@ -39,7 +39,7 @@ const (
 // boundary reads what the tenancy boundary decides from: every PlacementPolicy and the
 // pipeline's hub namespace, both from the hub's cache.
 func (r *CoordinatorReconciler) boundary(ctx context.Context, p *urutauv1alpha1.CDCPipeline) (tenancy.Boundary, *corev1.Namespace, error) {
-	b := tenancy.Boundary{Reserved: r.ReservedNamespaces}
+	b := tenancy.Boundary{Reserved: r.ReservedNamespaces, Images: r.Images, AllowWeakPodSecurity: r.AllowWeakPodSecurity}
 	policies := &urutauv1alpha1.PlacementPolicyList{}
 	if err := r.Client.List(ctx, policies); err != nil {
 		return b, nil, fmt.Errorf("listing PlacementPolicies: %w", err)
@@ -54,7 +54,7 @@ func (r *CoordinatorReconciler) boundary(ctx context.Context, p *urutauv1alpha1.
 }
 
 // observeBoundary records, for each selected member, whether the boundary lets the pipeline run
-// there (in the member namespace of the pipeline's name).
+// there (in the member namespace of the pipeline's name) with its worker names and images.
 func (r *CoordinatorReconciler) observeBoundary(ctx context.Context, p *urutauv1alpha1.CDCPipeline, w *world) error {
 	if len(w.selected) == 0 {
 		return nil
@@ -63,15 +63,27 @@ func (r *CoordinatorReconciler) observeBoundary(ctx context.Context, p *urutauv1
 	if err != nil {
 		return err
 	}
+	// Worker names do not depend on the member: checked once, refused everywhere.
+	names := tenancy.CheckWorkerNames(p)
+	if w.inline != nil {
+		names = tenancy.CheckPipelineName(p.Name, w.inline.Pipeline)
+	}
 	for _, m := range w.selected {
+		err := names
+		if err == nil {
+			err = b.Check(hubNS, w.inventory[m], p.Namespace)
+		}
+		if err == nil {
+			err = b.CheckImages(hubNS, w.inventory[m], p.Namespace, p)
+		}
 		var d *tenancy.Denial
-		if err := b.Check(hubNS, w.inventory[m], p.Namespace); errors.As(err, &d) {
+		if errors.As(err, &d) {
 			w.denied[m] = d
 		} else if err != nil {
 			return err
 		}
 	}
-	w.boundary = b
+	w.boundary, w.hubNS = b, hubNS
 	return nil
 }
 
@@ -85,7 +97,7 @@ func denied(m, id string, d *tenancy.Denial) memberResult {
 
 // namespaceCheck is an applyJob's check of its member namespace, made before the job's first
 // write and only then (a reconcile that writes nothing asks the member nothing): the namespace
-// must be opened to the fleet.
+// must be opened to the fleet and enforce Pod Security (or the admin allows it not to).
 type namespaceCheck struct {
 	once sync.Once
 	err  error
@@ -102,6 +114,9 @@ func (c *namespaceCheck) check(ctx context.Context, j *applyJob) error {
 			c.err = fmt.Errorf("reading namespace %q in cluster %q: %w", j.p.Namespace, j.conn.name, err)
 		default:
 			c.err = j.boundary.CheckMemberNamespace(j.conn.name, ns)
+			if c.err == nil {
+				c.err = j.boundary.CheckMemberPodSecurity(j.hubNS, j.member, ns)
+			}
 		}
 	})
 	return c.err

@@ -114,7 +114,21 @@ func PipelineFrom(u *unstructured.Unstructured) Pipeline {
 		pl.LastTransition = parseTime(str(cl, "lastTransitionTime"))
 		p.Placements = append(p.Placements, pl)
 	}
+	p.FailoverMember, _, _ = unstructured.NestedString(u.Object, "status", "failover", "member")
+	if last, ok, _ := unstructured.NestedMap(u.Object, "status", "failover", "last"); ok {
+		p.Failover = failoverSummary(last)
+	}
 	return p
+}
+
+// failoverSummary says a failover placement's last move: from where, why, and how long the
+// pipeline had no reader (or that the move is in progress).
+func failoverSummary(last map[string]any) string {
+	s := fmt.Sprintf("moved from %s (%s)", orUnknown(str(last, "from")), str(last, "reason"))
+	if str(last, "readyAt") == "" {
+		return s + ", not ready yet"
+	}
+	return s + fmt.Sprintf(", no reader for %ds", number(last, "readerGapSeconds"))
 }
 
 // number reads an integer field whether it was decoded as an int64 (the API client) or a float64

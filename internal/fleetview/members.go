@@ -175,6 +175,9 @@ func PlacementRows(f Facts) []PlacementRow {
 			if !pl.LastTransition.IsZero() {
 				row.Since = &pl.LastTransition
 			}
+			if pl.Member == p.FailoverMember {
+				row.Failover = p.Failover
+			}
 			rows = append(rows, row)
 		}
 	}

@@ -122,6 +122,21 @@ status:
 	if d := cmp.Diff(want, PipelineFrom(u)); d != "" {
 		t.Errorf("(-want +got)\n%s", d)
 	}
+	fo := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal([]byte(`
+metadata: {name: orders, namespace: shop}
+status:
+  clusters: [{name: eu-1, phase: Ready}, {name: eu-2, phase: Deleting}]
+  failover:
+    member: eu-1
+    last: {from: eu-2, to: eu-1, reason: MemberLost, readyAt: "2026-12-01T12:00:00Z", readerGapSeconds: 93}
+`), &fo.Object); err != nil {
+		t.Fatal(err)
+	}
+	rows := PlacementRows(Facts{Pipelines: []Pipeline{PipelineFrom(fo)}})
+	if len(rows) != 2 || rows[0].Failover != "moved from eu-2 (MemberLost), no reader for 93s" || rows[1].Failover != "" {
+		t.Errorf("failover rows: %+v", rows)
+	}
 	bare := &unstructured.Unstructured{Object: map[string]any{"metadata": map[string]any{"name": "x", "namespace": "y"}}}
 	if d := cmp.Diff(Pipeline{Namespace: "y", Name: "x", Ready: Unknown}, PipelineFrom(bare)); d != "" {
 		t.Errorf("no status (-want +got)\n%s", d)

@@ -67,6 +67,9 @@ type Pipeline struct {
 	Ready, ReadyReason, ReadyMessage string
 	Terminated                       string
 	Placements                       []Placement
+	// FailoverMember is where a failover placement runs (status.failover.member); Failover says
+	// its last move, "" when it made none.
+	FailoverMember, Failover string
 }
 
 // Facts is everything Gather read from the hub.
@@ -120,4 +123,6 @@ type PlacementRow struct {
 	ReadyReplicas      int64      `json:"readyReplicas"`
 	Message            string     `json:"message,omitempty"`
 	Since              *time.Time `json:"since,omitempty"`
+	// Failover is the last move of a failover placement, on the row of the member it moved to.
+	Failover string `json:"failover,omitempty"`
 }

@@ -25,6 +25,7 @@ import (
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
 	"github.com/urutau-io/fleet/internal/credentials"
 	"github.com/urutau-io/fleet/internal/fleetview"
+	"github.com/urutau-io/fleet/internal/tenancy"
 )
 
 // Annotations join writes on the member's inventory entry.
@@ -166,10 +167,16 @@ func (m *member) install(ctx context.Context, objs []*unstructured.Unstructured,
 		fmt.Fprintf(out, "member: %s/%s applied%s\n", strings.ToLower(obj.GetKind()), obj.GetName(), in(obj.GetNamespace()))
 	}
 	for _, ns := range namespaces {
-		if err := m.openNamespace(ctx, ns); err != nil {
+		note, err := m.openNamespace(ctx, ns)
+		if err != nil {
 			return err
 		}
-		fmt.Fprintf(out, "member: namespace/%s labelled %s=true: open to the fleet\n", ns, urutauv1alpha1.LabelFleetManaged)
+		if note == "" {
+			fmt.Fprintf(out, "member: namespace/%s labelled %s=true and %s=%s: open to the fleet\n", ns, urutauv1alpha1.LabelFleetManaged,
+				tenancy.LabelPodSecurityEnforce, tenancy.PodSecurityRestricted)
+			continue
+		}
+		fmt.Fprintf(out, "member: namespace/%s labelled %s=true: open to the fleet\nnote: %s\n", ns, urutauv1alpha1.LabelFleetManaged, note)
 	}
 	return nil
 }
@@ -254,7 +261,8 @@ func printPlan(out io.Writer, o Options, id string, ep endpoint, objs []*unstruc
 		fmt.Fprintf(out, "member: would apply %s/%s%s\n", strings.ToLower(obj.GetKind()), obj.GetName(), in(obj.GetNamespace()))
 	}
 	for _, ns := range o.Namespaces {
-		fmt.Fprintf(out, "member: would label namespace/%s %s=true: open to the fleet\n", ns, urutauv1alpha1.LabelFleetManaged)
+		fmt.Fprintf(out, "member: would label namespace/%s %s=true: open to the fleet, and %s=%s unless it enforces a level already\n",
+			ns, urutauv1alpha1.LabelFleetManaged, tenancy.LabelPodSecurityEnforce, tenancy.PodSecurityRestricted)
 	}
 	fmt.Fprintf(out, "member: would create secret/%s in %s and a token of serviceaccount/%s bound to it, valid %s\n",
 		TokenBindingSecret, SpokeNamespace, SpokeServiceAccount, o.TokenTTL)

@@ -26,6 +26,7 @@ import (
 	"github.com/urutau-io/fleet/internal/credentials"
 	"github.com/urutau-io/fleet/internal/join"
 	"github.com/urutau-io/fleet/internal/localfleet"
+	"github.com/urutau-io/fleet/internal/tenancy"
 )
 
 // TestJoinRunLeave is the whole life of a member on a local fleet (real control planes, pods on a
@@ -48,7 +49,7 @@ func TestJoinRunLeave(t *testing.T) {
 
 	// A dry run writes nothing, anywhere.
 	out := mustRun(t, cli.ExitOK, "join", "joiner", "--kubeconfig", hubKubeconfig, "--member-kubeconfig", joinerKubeconfig, "--dry-run", "--labels", "region=eu", "--namespaces", "shop")
-	for _, want := range []string{"would apply clusterrole/urutau-fleet-hub", "would apply rolebinding/urutau-fleet-hub in shop",
+	for _, want := range []string{"would apply clusterrole/urutau-fleet-member", "would apply rolebinding/urutau-fleet-member in shop",
 		"would label namespace/shop urutau.io/fleet-managed=true", "would write secret/joiner"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("join --dry-run does not say %q:\n%s", want, out)
@@ -105,7 +106,12 @@ func checkOpened(t *testing.T, member client.Client, ns string, open bool) {
 	if got := n.Labels[urutauv1alpha1.LabelFleetManaged] == "true"; got != open {
 		t.Errorf("namespace %s labels %v, want open=%v", ns, n.Labels, open)
 	}
-	err := member.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: join.SpokeServiceAccount}, &rbacv1.RoleBinding{})
+	// Opened with the restricted Pod Security level (the coordinator still runs there: the
+	// test's pipeline becomes Ready); closed, join's label goes with it.
+	if got := n.Labels[tenancy.LabelPodSecurityEnforce] == tenancy.PodSecurityRestricted; got != open {
+		t.Errorf("namespace %s labels %v, want %s=%s %v", ns, n.Labels, tenancy.LabelPodSecurityEnforce, tenancy.PodSecurityRestricted, open)
+	}
+	err := member.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: join.SpokeClusterRole}, &rbacv1.RoleBinding{})
 	if open && err != nil {
 		t.Errorf("no RoleBinding of the hub in %s: %v", ns, err)
 	}
@@ -116,6 +122,21 @@ func checkOpened(t *testing.T, member client.Client, ns string, open bool) {
 
 // startFleet starts a hub (with its process) and, apart, a cluster that is not a member yet.
 func startFleet(t *testing.T) (*localfleet.Fleet, string) {
+	t.Helper()
+	f, opts := startHub(t)
+	opts.Names = []string{"joiner"}
+	ctx := t.Context()
+	t.Cleanup(func() { _ = localfleet.Delete(context.WithoutCancel(ctx), opts) })
+	clusters, err := localfleet.Create(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f, clusters[0].KubeconfigPath
+}
+
+// startHub starts a local fleet of a hub cluster alone, with the hub process; it returns the
+// options for more clusters of the same fleet.
+func startHub(t *testing.T) (*localfleet.Fleet, localfleet.Options) {
 	t.Helper()
 	ctx := t.Context()
 	bin := os.Getenv("KUBEBUILDER_ASSETS")
@@ -134,9 +155,6 @@ func startFleet(t *testing.T) (*localfleet.Fleet, string) {
 		t.Fatalf("go build ./cmd/hub: %v\n%s", err, out)
 	}
 	opts := localfleet.Options{BinDir: bin, WorkDir: filepath.Join(work, "fleet"), Log: t.Logf}
-	joinerOpts := opts
-	joinerOpts.Names = []string{"joiner"}
-	t.Cleanup(func() { _ = localfleet.Delete(context.WithoutCancel(ctx), joinerOpts) })
 	f, err := localfleet.Up(ctx, localfleet.FleetOptions{
 		Options: opts, RepoRoot: root, HubBinary: hubBinary, Namespaces: []string{"shop"},
 		HubArgs: []string{"--coordinator-image=ghcr.io/urutau-io/urutau:e2e", "--leader-elect=false",
@@ -148,11 +166,7 @@ func startFleet(t *testing.T) (*localfleet.Fleet, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	clusters, err := localfleet.Create(ctx, joinerOpts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return f, clusters[0].KubeconfigPath
+	return f, opts
 }
 
 func clientFor(t *testing.T, kubeconfig string) client.Client {
@@ -256,7 +270,7 @@ func checkLeft(t *testing.T, hub, joiner client.Client, entry *corev1.Secret) {
 	})
 	waitFor(t, 60*time.Second, "config/spoke to leave the member", func() bool {
 		err := joiner.Get(ctx, client.ObjectKey{Name: join.SpokeNamespace}, &corev1.Namespace{})
-		crb := joiner.Get(ctx, client.ObjectKey{Name: join.SpokeServiceAccount}, &rbacv1.ClusterRole{})
+		crb := joiner.Get(ctx, client.ObjectKey{Name: join.SpokeClusterRole}, &rbacv1.ClusterRole{})
 		return apierrors.IsNotFound(err) && apierrors.IsNotFound(crb)
 	})
 }

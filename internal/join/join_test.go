@@ -10,6 +10,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
 
 	"github.com/urutau-io/fleet/internal/credentials"
 )
@@ -118,5 +120,31 @@ func TestMemberEndpoint(t *testing.T) {
 	}
 	if _, err := memberEndpoint(cfg, "http://h:80", ""); err == nil || !strings.Contains(err.Error(), "--member-server") {
 		t.Errorf("an http server: %v", err)
+	}
+}
+
+// TestSpokeNamesDistinctFromHub: no object of config/spoke, with opened namespaces (even the
+// hub's own, which join refuses but an overlay made by hand might open), has the kind, namespace
+// and name of an object of the hub's install, whichever overlay: the hub's cluster may join as its
+// own member, join force-applies config/spoke, and leave deletes it by name.
+func TestSpokeNamesDistinctFromHub(t *testing.T) {
+	spoke, err := SpokeObjects([]string{"shop", "urutau-system"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, overlay := range []string{"self-signed", "default"} {
+		res, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), "../../config/hub/"+overlay)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hub := map[string]bool{}
+		for _, r := range res.Resources() {
+			hub[r.GetKind()+"/"+r.GetNamespace()+"/"+r.GetName()] = true
+		}
+		for _, o := range spoke {
+			if k := o.GetKind() + "/" + o.GetNamespace() + "/" + o.GetName(); hub[k] {
+				t.Errorf("config/spoke and config/hub/%s both have %s: joining the hub's cluster to itself overwrites the hub's, and leave deletes it", overlay, k)
+			}
+		}
 	}
 }

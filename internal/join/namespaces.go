@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
-	"github.com/urutau-io/fleet/internal/fleet/inventory"
+	"github.com/urutau-io/fleet/internal/inventory"
 	"github.com/urutau-io/fleet/internal/tenancy"
 )
 
@@ -49,20 +49,50 @@ func systemNamespace(ns *corev1.Namespace, hubNamespace string) string {
 	return tenancy.Boundary{Reserved: []string{hubNamespace}}.System(ns.Name, ns.Labels)
 }
 
-// openNamespace labels the namespace urutau.io/fleet-managed=true, owned by join's field manager
-// so that leave removes the label only where nobody else set it too.
-func (m *member) openNamespace(ctx context.Context, name string) error {
-	if err := m.c.Apply(ctx, client.ApplyConfigurationFromUnstructured(namespaceApply(name, true)), client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
-		return fmt.Errorf("labelling namespace %s in the member %s=true: %w", name, urutauv1alpha1.LabelFleetManaged, err)
+// openNamespace labels the namespace urutau.io/fleet-managed=true and, unless it enforces a Pod
+// Security level already, pod-security.kubernetes.io/enforce=restricted (podSecurityLabel), both
+// owned by join's field manager so that leave removes them only where nobody else set them too.
+// It returns a note for the person running join ("" when there is nothing to say).
+func (m *member) openNamespace(ctx context.Context, name string) (string, error) {
+	ns := &corev1.Namespace{}
+	if err := m.c.Get(ctx, client.ObjectKey{Name: name}, ns); err != nil {
+		return "", fmt.Errorf("reading namespace %s in the member: %w", name, err)
 	}
-	return nil
+	set, note := podSecurityLabel(name, ns.Labels)
+	if err := m.c.Apply(ctx, client.ApplyConfigurationFromUnstructured(namespaceApply(name, true, set)), client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+		return "", fmt.Errorf("labelling namespace %s in the member %s=true: %w", name, urutauv1alpha1.LabelFleetManaged, err)
+	}
+	return note, nil
 }
 
-// namespaceApply is join's apply configuration of a Namespace: the opt-in label, or nothing.
-func namespaceApply(name string, open bool) *unstructured.Unstructured {
+// podSecurityLabel decides whether join sets pod-security.kubernetes.io/enforce=restricted on a
+// namespace it opens, from the namespace's labels: yes when it has no enforce label (or has
+// restricted already: applying it again keeps join's ownership); no when the member's team chose
+// another level, which join leaves as it is, with a note (the hub refuses to place where less
+// than baseline is enforced, unless the platform admin allows it).
+func podSecurityLabel(name string, labels map[string]string) (set bool, note string) {
+	level, ok := labels[tenancy.LabelPodSecurityEnforce]
+	switch {
+	case !ok || level == tenancy.PodSecurityRestricted:
+		return true, ""
+	case level == tenancy.PodSecurityBaseline:
+		return false, fmt.Sprintf("namespace %s keeps %s=%s: the hub places there; the coordinator and workers meet %s too",
+			name, tenancy.LabelPodSecurityEnforce, level, tenancy.PodSecurityRestricted)
+	}
+	return false, fmt.Sprintf("namespace %s enforces %s=%s: the hub refuses to place pipelines there until it enforces at least %s (label it %s=%s), unless a platform admin allows it (PlacementPolicy spec.allowWeakPodSecurity)",
+		name, tenancy.LabelPodSecurityEnforce, level, tenancy.PodSecurityBaseline, tenancy.LabelPodSecurityEnforce, tenancy.PodSecurityRestricted)
+}
+
+// namespaceApply is join's apply configuration of a Namespace: the opt-in label and, with
+// podSecurity, the restricted Pod Security level; or nothing (leave).
+func namespaceApply(name string, open, podSecurity bool) *unstructured.Unstructured {
 	meta := map[string]any{"name": name}
 	if open {
-		meta["labels"] = map[string]any{urutauv1alpha1.LabelFleetManaged: "true"}
+		labels := map[string]any{urutauv1alpha1.LabelFleetManaged: "true"}
+		if podSecurity {
+			labels[tenancy.LabelPodSecurityEnforce] = tenancy.PodSecurityRestricted
+		}
+		meta["labels"] = labels
 	}
 	return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": meta}}
 }
@@ -97,11 +127,11 @@ func (m *member) closeNamespaces(ctx context.Context, out io.Writer) error {
 
 // bindsHub is true for a RoleBinding of config/spoke's ClusterRole to the hub's identity.
 func bindsHub(b *rbacv1.RoleBinding) bool {
-	return b.RoleRef.Kind == "ClusterRole" && b.RoleRef.Name == SpokeServiceAccount && slices.ContainsFunc(b.Subjects, isHubSubject)
+	return b.RoleRef.Kind == "ClusterRole" && b.RoleRef.Name == SpokeClusterRole && slices.ContainsFunc(b.Subjects, isHubSubject)
 }
 
-// unlabel drops join's ownership of the namespace's opt-in label: the API server removes the
-// label unless another field manager set it too.
+// unlabel drops join's ownership of the namespace's labels (the opt-in, and the Pod Security level
+// join set): the API server removes each unless another field manager set it too.
 func (m *member) unlabel(ctx context.Context, name string) error {
 	ns := &corev1.Namespace{}
 	if err := m.c.Get(ctx, client.ObjectKey{Name: name}, ns); apierrors.IsNotFound(err) {
@@ -112,7 +142,7 @@ func (m *member) unlabel(ctx context.Context, name string) error {
 	if !slices.ContainsFunc(ns.ManagedFields, func(f metav1.ManagedFieldsEntry) bool { return f.Manager == FieldManager }) {
 		return nil
 	}
-	if err := m.c.Apply(ctx, client.ApplyConfigurationFromUnstructured(namespaceApply(name, false)), client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+	if err := m.c.Apply(ctx, client.ApplyConfigurationFromUnstructured(namespaceApply(name, false, false)), client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
 		return fmt.Errorf("removing the label %s of namespace %s in the member: %w", urutauv1alpha1.LabelFleetManaged, name, err)
 	}
 	return nil

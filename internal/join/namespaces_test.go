@@ -7,9 +7,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
-	"github.com/urutau-io/fleet/internal/fleet/inventory"
+	"github.com/urutau-io/fleet/internal/inventory"
+	"github.com/urutau-io/fleet/internal/tenancy"
 )
 
 func TestSystemNamespace(t *testing.T) {
@@ -35,7 +37,7 @@ func TestSystemNamespace(t *testing.T) {
 
 func TestBindsHub(t *testing.T) {
 	hub := rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: SpokeServiceAccount, Namespace: SpokeNamespace}
-	role := rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: SpokeServiceAccount}
+	role := rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: SpokeClusterRole}
 	for _, tc := range []struct {
 		name string
 		b    rbacv1.RoleBinding
@@ -43,7 +45,10 @@ func TestBindsHub(t *testing.T) {
 	}{
 		{"pipeline-namespace's binding", rbacv1.RoleBinding{RoleRef: role, Subjects: []rbacv1.Subject{hub}}, true},
 		{"another role", rbacv1.RoleBinding{RoleRef: rbacv1.RoleRef{Kind: "ClusterRole", Name: "edit"}, Subjects: []rbacv1.Subject{hub}}, false},
-		{"a Role of that name", rbacv1.RoleBinding{RoleRef: rbacv1.RoleRef{Kind: "Role", Name: SpokeServiceAccount}, Subjects: []rbacv1.Subject{hub}}, false},
+		{"a Role of that name", rbacv1.RoleBinding{RoleRef: rbacv1.RoleRef{Kind: "Role", Name: SpokeClusterRole}, Subjects: []rbacv1.Subject{hub}}, false},
+		// The hub's own ClusterRole on its cluster, bound to the hub's own ServiceAccount.
+		{"the hub's own binding", rbacv1.RoleBinding{RoleRef: rbacv1.RoleRef{Kind: "ClusterRole", Name: "urutau-fleet-hub"},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "urutau-fleet-hub", Namespace: "urutau-system"}}}, false},
 		{"another subject", rbacv1.RoleBinding{RoleRef: role, Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: SpokeServiceAccount, Namespace: "shop"}}}, false},
 	} {
 		if got := bindsHub(&tc.b); got != tc.want {
@@ -77,5 +82,34 @@ func TestPlacementNotes(t *testing.T) {
 		case tc.want != "" && (len(notes) != 1 || !strings.Contains(notes[0], tc.want)):
 			t.Errorf("%s: notes %q, want one with %q", tc.name, notes, tc.want)
 		}
+	}
+}
+
+// TestPodSecurityLabel: join sets the restricted Pod Security level on a namespace it opens unless
+// the member's team chose a level; a level weaker than baseline gets a note saying the hub will
+// refuse it.
+func TestPodSecurityLabel(t *testing.T) {
+	for _, tt := range []struct {
+		labels map[string]string
+		set    bool
+		note   string
+	}{
+		{labels: nil, set: true},
+		{labels: map[string]string{"team": "shop"}, set: true},
+		{labels: map[string]string{tenancy.LabelPodSecurityEnforce: "restricted"}, set: true},
+		{labels: map[string]string{tenancy.LabelPodSecurityEnforce: "baseline"}, note: "keeps pod-security.kubernetes.io/enforce=baseline: the hub places there"},
+		{labels: map[string]string{tenancy.LabelPodSecurityEnforce: "privileged"}, note: "the hub refuses to place pipelines there"},
+	} {
+		set, note := podSecurityLabel("shop", tt.labels)
+		if set != tt.set || (tt.note == "") != (note == "") || !strings.Contains(note, tt.note) {
+			t.Errorf("podSecurityLabel(%v) = %v, %q; want %v, %q", tt.labels, set, note, tt.set, tt.note)
+		}
+	}
+	labels, _, _ := unstructured.NestedMap(namespaceApply("shop", true, true).Object, "metadata", "labels")
+	if labels[tenancy.LabelPodSecurityEnforce] != "restricted" || labels[urutauv1alpha1.LabelFleetManaged] != "true" {
+		t.Errorf("namespaceApply labels = %v", labels)
+	}
+	if _, found, _ := unstructured.NestedMap(namespaceApply("shop", false, false).Object, "metadata", "labels"); found {
+		t.Error("leave's apply keeps labels: it must drop join's ownership of both")
 	}
 }

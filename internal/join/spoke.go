@@ -19,6 +19,10 @@ import (
 const (
 	SpokeNamespace      = "urutau-fleet-system"
 	SpokeServiceAccount = "urutau-fleet-hub"
+	// SpokeClusterRole is what the hub may do in an opened namespace, bound there by a RoleBinding
+	// of the same name. No name of config/spoke is a name of the hub's own install: the hub's
+	// cluster may join as a member, and leave deletes config/spoke by name.
+	SpokeClusterRole = "urutau-fleet-member"
 	// TokenBindingSecret is the Secret join creates in SpokeNamespace and binds the hub's token
 	// to: deleting it (leave does) revokes the token at once.
 	TokenBindingSecret = "urutau-fleet-hub-join"

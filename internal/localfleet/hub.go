@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -29,6 +30,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
+	"github.com/urutau-io/fleet/internal/tenancy"
 )
 
 // HubNamespace is where the local hub keeps its member kubeconfig Secrets and tombstones.
@@ -105,61 +107,83 @@ func Up(ctx context.Context, o FleetOptions) (*Fleet, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := prepareHub(ctx, hub, o); err != nil {
+		return nil, err
+	}
+	if err := f.prepareMembers(ctx, o); err != nil {
+		return nil, err
+	}
+	if err := f.startHubWithWebhook(ctx, hub); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
 
+// prepareHub installs the hub's CRDs, opens placement and creates the hub's namespaces.
+func prepareHub(ctx context.Context, hub client.Client, o FleetOptions) error {
 	o.logf("installing the CDCPipeline, ReaderLease and PlacementPolicy CRDs on the hub")
 	if err := ApplyFiles(ctx, hub, filepath.Join(o.RepoRoot, "config/hub/crd/bases/urutau.io_cdcpipelines.yaml"),
 		filepath.Join(o.RepoRoot, "config/hub/crd/bases/urutau.io_readerleases.yaml"),
 		filepath.Join(o.RepoRoot, "config/hub/crd/bases/urutau.io_placementpolicies.yaml")); err != nil {
-		return nil, err
+		return err
 	}
 	if err := openPlacement(ctx, hub); err != nil {
-		return nil, err
-	}
-	kedaCRD, err := kedaCRDPath(ctx, o.RepoRoot)
-	if err != nil {
-		return nil, err
+		return err
 	}
 	for _, ns := range append([]string{HubNamespace}, o.Namespaces...) {
 		if err := ensureNamespace(ctx, hub, ns); err != nil {
-			return nil, err
+			return err
 		}
+	}
+	return nil
+}
+
+// prepareMembers installs KEDA's CRD where asked, opens the members' namespaces and registers
+// each member on the hub.
+func (f *Fleet) prepareMembers(ctx context.Context, o FleetOptions) error {
+	kedaCRD, err := kedaCRDPath(ctx, o.RepoRoot)
+	if err != nil {
+		return err
 	}
 	for _, m := range o.Members {
 		mc, err := f.Client(m.Name)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if m.KEDA {
 			o.logf("installing KEDA's ScaledObject CRD on %s", m.Name)
 			if err := ApplyFiles(ctx, mc, kedaCRD); err != nil {
-				return nil, err
+				return err
 			}
 		}
 		for _, ns := range o.Namespaces {
 			if err := ensureMemberNamespace(ctx, mc, ns); err != nil {
-				return nil, err
+				return err
 			}
 		}
 		if err := f.RegisterMember(ctx, m); err != nil {
-			return nil, err
+			return err
 		}
 	}
+	return nil
+}
 
+// startHubWithWebhook starts the hub process with a serving certificate of its own and registers
+// its webhook with the hub API server.
+func (f *Fleet) startHubWithWebhook(ctx context.Context, hub client.Client) error {
+	var err error
 	if f.port, err = freePort(); err != nil {
-		return nil, err
+		return err
 	}
-	f.certDir = filepath.Join(o.WorkDir, "webhook-certs")
+	f.certDir = filepath.Join(f.opts.WorkDir, "webhook-certs")
 	caBundle, err := writeServingCert(f.certDir)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if err := f.StartHub(ctx); err != nil {
-		return nil, err
+		return err
 	}
-	if err := registerWebhook(ctx, hub, f.port, caBundle); err != nil {
-		return nil, err
-	}
-	return f, nil
+	return registerWebhook(ctx, hub, f.port, caBundle)
 }
 
 // Client returns a client for the named cluster of the fleet.
@@ -357,17 +381,26 @@ func openPlacement(ctx context.Context, hub client.Client) error {
 			NamespaceSelector: &metav1.LabelSelector{}, ClusterSelector: &metav1.LabelSelector{},
 		},
 	}
-	if err := hub.Create(ctx, p); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating PlacementPolicy %s: %w", p.Name, err)
+	// An Established CRD may not be in the API server's discovery yet (seen on a loaded machine):
+	// its kind is "no match" for a little while.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err := hub.Create(ctx, p)
+		switch {
+		case err == nil || apierrors.IsAlreadyExists(err):
+			return nil
+		case !meta.IsNoMatchError(err) || time.Now().After(deadline):
+			return fmt.Errorf("creating PlacementPolicy %s: %w", p.Name, err)
+		}
+		time.Sleep(500 * time.Millisecond)
 	}
-	return nil
 }
 
 // ensureMemberNamespace creates a member namespace opened to the fleet, as a member's platform
 // team would (urutau.io/fleet-managed=true).
 func ensureMemberNamespace(ctx context.Context, c client.Client, name string) error {
 	err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name,
-		Labels: map[string]string{urutauv1alpha1.LabelFleetManaged: "true"}}})
+		Labels: map[string]string{urutauv1alpha1.LabelFleetManaged: "true", tenancy.LabelPodSecurityEnforce: tenancy.PodSecurityRestricted}}})
 	if apierrors.IsAlreadyExists(err) {
 		return nil
 	}

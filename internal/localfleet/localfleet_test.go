@@ -65,7 +65,7 @@ func TestFleetRunsPods(t *testing.T) {
 	if err := cl.Create(ctx, sts); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 60*time.Second, "pod probe-0 Running", func() bool {
+	waitFor(t, 3*time.Minute, "pod probe-0 Running", func() bool {
 		pod := &corev1.Pod{}
 		return cl.Get(ctx, client.ObjectKey{Namespace: "default", Name: "probe-0"}, pod) == nil &&
 			pod.Status.Phase == corev1.PodRunning
@@ -90,7 +90,7 @@ func TestFleetRunsPods(t *testing.T) {
 	if err := cl.Patch(ctx, sts, client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"replicas":2}}`))); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 60*time.Second, "pod probe-1 Running after the restart", func() bool {
+	waitFor(t, 3*time.Minute, "pod probe-1 Running after the restart", func() bool {
 		pod := &corev1.Pod{}
 		return cl.Get(ctx, client.ObjectKey{Namespace: "default", Name: "probe-1"}, pod) == nil &&
 			pod.Status.Phase == corev1.PodRunning

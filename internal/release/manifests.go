@@ -98,6 +98,9 @@ func InstallManifest(root string, v Variant, o Options) ([]byte, error) {
 	if err := pinImages(objs, o); err != nil {
 		return nil, fmt.Errorf("%s: %w", v.Overlay, err)
 	}
+	if err := CheckApplyOrder(objs); err != nil {
+		return nil, fmt.Errorf("%s would not apply with `kubectl apply -f`: %w", v.Overlay, err)
+	}
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "# urutau fleet v%s: %s.\n# kubectl apply --server-side -f %s\n", o.Version, v.About, v.File)
 	for _, obj := range objs {
@@ -128,6 +131,9 @@ func pinImages(objs []*unstructured.Unstructured, o Options) error {
 			if !setEnv(container, "COORDINATOR_IMAGE", o.CoordinatorImage) {
 				return errors.New("the hub container has no COORDINATOR_IMAGE variable")
 			}
+			if !setEnv(container, "FENCE_IMAGE", o.HubImage()) {
+				return errors.New("the hub container has no FENCE_IMAGE variable")
+			}
 			return unstructured.SetNestedSlice(obj.Object, containers, "spec", "template", "spec", "containers")
 		}
 	}
@@ -156,9 +162,15 @@ func setVersionLabel(obj *unstructured.Unstructured, version string) {
 	obj.SetLabels(labels)
 }
 
-// KustomizeBuild builds a kustomization with kustomize's Go API, as `kubectl kustomize` does.
+// KustomizeBuild builds a kustomization with kustomize's Go API, in the order `kubectl apply -f`
+// needs: kubectl applies a file's objects one after another, so Namespaces and CRDs must come
+// before what lives in them or is of their kinds, and the webhook configuration after what serves
+// it. kustomize's legacy ordering does exactly that (what `kustomize build --reorder=legacy`
+// writes); its default keeps the order of the sources, which applies only with luck.
 func KustomizeBuild(dir string) ([]*unstructured.Unstructured, error) {
-	resMap, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), dir)
+	opts := krusty.MakeDefaultOptions()
+	opts.Reorder = krusty.ReorderOptionLegacy
+	resMap, err := krusty.MakeKustomizer(opts).Run(filesys.MakeFsOnDisk(), dir)
 	if err != nil {
 		return nil, fmt.Errorf("kustomize build %s: %w", dir, err)
 	}
@@ -176,4 +188,71 @@ func KustomizeBuild(dir string) ([]*unstructured.Unstructured, error) {
 		out = append(out, &unstructured.Unstructured{Object: m})
 	}
 	return out, nil
+}
+
+// CheckApplyOrder reports every object that `kubectl apply -f` would reach before what it needs:
+// its Namespace, the CRD of its kind, or (for a webhook configuration) the Service it calls.
+// kubectl applies a file in order and stops at the first object the API server refuses.
+func CheckApplyOrder(objs []*unstructured.Unstructured) error {
+	at := map[string]int{} // "Namespace/name", "CustomResourceDefinition/group/Kind", "Service/ns/name"
+	for i, obj := range objs {
+		switch obj.GetKind() {
+		case "Namespace":
+			at["Namespace/"+obj.GetName()] = i
+		case "CustomResourceDefinition":
+			group, _, _ := unstructured.NestedString(obj.Object, "spec", "group")
+			kind, _, _ := unstructured.NestedString(obj.Object, "spec", "names", "kind")
+			at["CustomResourceDefinition/"+group+"/"+kind] = i
+		case "Service":
+			at["Service/"+obj.GetNamespace()+"/"+obj.GetName()] = i
+		}
+	}
+	var errs []error
+	for i, obj := range objs {
+		for _, need := range needs(obj) {
+			if j, ok := at[need]; ok && j > i {
+				errs = append(errs, fmt.Errorf("%s %s (document %d) comes before %s (document %d)", obj.GetKind(), obj.GetName(), i+1, need, j+1))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// needs are the keys of CheckApplyOrder's index that obj must come after.
+func needs(obj *unstructured.Unstructured) []string {
+	out := []string{"CustomResourceDefinition/" + obj.GroupVersionKind().Group + "/" + obj.GetKind()}
+	if obj.GetNamespace() != "" {
+		out = append(out, "Namespace/"+obj.GetNamespace())
+	}
+	if strings.HasSuffix(obj.GetKind(), "WebhookConfiguration") {
+		hooks, _, _ := unstructured.NestedSlice(obj.Object, "webhooks")
+		for _, h := range hooks {
+			if hook, ok := h.(map[string]any); ok {
+				svc, _, _ := unstructured.NestedStringMap(hook, "clientConfig", "service")
+				out = append(out, "Service/"+svc["namespace"]+"/"+svc["name"])
+			}
+		}
+	}
+	return out
+}
+
+// DigestRecord is the file `make release-image` writes next to the release files: the image it
+// pushed, repository:vVERSION@sha256:..., so that `make release` pins a digest only for the
+// version and repository it was pushed for.
+const DigestRecord = "hub-image.digest"
+
+// DigestFromRecord returns the digest a record (DigestRecord's content) holds for o's version and
+// hub repository, and refuses a record of another version or repository, or one that does not
+// say which (a bare digest): pinning it would install another build than the release names.
+func DigestFromRecord(record string, o Options) (string, error) {
+	ref := strings.TrimSpace(record)
+	want := o.HubRepository + ":v" + o.Version
+	image, digest, ok := strings.Cut(ref, "@")
+	switch {
+	case !ok || !digestRE.MatchString(digest):
+		return "", fmt.Errorf("%s holds %q, not %s@sha256:<digest>: run `make release-image VERSION=%s` again, or give HUB_DIGEST", DigestRecord, ref, want, o.Version)
+	case image != want:
+		return "", fmt.Errorf("%s records %s, not %s: it is another release's image. Run `make release-image VERSION=%s`, give HUB_DIGEST, or remove the file to pin the tag v%s", DigestRecord, image, want, o.Version, o.Version)
+	}
+	return digest, nil
 }

@@ -1,7 +1,8 @@
 // Package tenancy is the tenancy boundary of the hub, as pure decisions: which hub namespaces may
 // place pipelines on which members and into which member namespaces (PlacementPolicies), which
-// namespaces are never used (system namespaces), whether a member namespace opted in, and whether
-// a member Secret may be referenced by a pipeline.
+// namespaces are never used (system namespaces), whether a member namespace opted in and enforces
+// Pod Security, whether a member Secret may be referenced by a pipeline, which images a pipeline
+// may run there, and that the worker names a pipeline derives are bound to its CR.
 //
 // The webhook (internal/webhook/tenancy.go) asks it at admission for a fast, friendly answer; the
 // reconciler asks it again before every write into a member, because members, labels and policies
@@ -11,10 +12,12 @@
 //
 // Before any write into member M for pipeline P (hub namespace N; member namespace X, today N):
 //
+//  0. Once per pipeline: CheckWorkerNames(P) (or CheckPipelineName with the parsed definition).
 //  1. b := Boundary{Policies: every PlacementPolicy, Reserved: the hub's --cluster-provider-namespace
-//     and --lease-namespace}; b.Check(hub Namespace N, M's inventory.Member, X).
+//     and --lease-namespace, Images: the hub's image flags, AllowWeakPodSecurity: its flag};
+//     b.Check(hub Namespace N, M's inventory.Member, X), then b.CheckImages(N, M, X, P).
 //  2. Read Namespace X in M (a live get; Forbidden or NotFound means not opted in):
-//     b.CheckMemberNamespace(M, ns).
+//     b.CheckMemberNamespace(M, ns), then b.CheckMemberPodSecurity(N, M, ns).
 //  3. For each r in SecretRefs(&P.Spec), read Secret r.Name in X of M (the Secret check reads them
 //     already): CheckSecret(M, r, secret).
 //
@@ -33,7 +36,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
-	"github.com/urutau-io/fleet/internal/fleet/inventory"
+	"github.com/urutau-io/fleet/internal/inventory"
 )
 
 // SpokeNamespace is config/spoke's namespace in every member, where the hub's own identity lives.
@@ -74,6 +77,12 @@ type Boundary struct {
 	// Reserved are the hub's own namespaces (--cluster-provider-namespace, --lease-namespace):
 	// system namespaces on the hub and in members alike.
 	Reserved []string
+	// Images are the hub's image rules (--coordinator-image, --allowed-images,
+	// --require-image-digests); images.go.
+	Images ImageSettings
+	// AllowWeakPodSecurity is --allow-weak-pod-security: the hub places into member namespaces
+	// that enforce less than the Pod Security baseline level (podsecurity.go).
+	AllowWeakPodSecurity bool
 }
 
 // System tells why namespace name (with its labels) is a system namespace, "" when it is not.
@@ -133,6 +142,18 @@ func (b Boundary) Check(hubNS *corev1.Namespace, member inventory.Member, member
 	}
 	return deny(ReasonClusterNotAllowed, "pipelines of hub namespace %q may not run on member %q: the PlacementPolicies that govern the namespace allow other members: %s",
 		hubNS.Name, member.Name, strings.Join(names, ", "))
+}
+
+// granting are the policies that let pipelines of hubNS run on member in memberNamespace, sorted
+// by name: those Check accepts the placement for.
+func (b Boundary) granting(hubNS *corev1.Namespace, member inventory.Member, memberNamespace string) []urutauv1alpha1.PlacementPolicy {
+	var out []urutauv1alpha1.PlacementPolicy
+	for _, p := range b.governing(hubNS) {
+		if selectsCluster(p, member) && allowsMemberNamespace(p, hubNS.Name, memberNamespace) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // governing are the policies that select hubNS, sorted by name.

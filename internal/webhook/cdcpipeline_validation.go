@@ -392,6 +392,17 @@ func validatePlacement(pl *urutauv1alpha1.Placement, in *spec.Inline, sourceSecr
 			errs = append(errs, field.Invalid(sp, sel.String(), err.Error()))
 		}
 	}
+	if fo := pl.Failover; fo != nil {
+		fp := placementPath.Child("failover")
+		for i, name := range fo.Candidates {
+			errs = append(errs, validateClusterName(fp.Child("candidates").Index(i), name)...)
+		}
+		if sel := fo.CandidateSelector; sel != nil {
+			if serrs := metav1validation.ValidateLabelSelector(sel, metav1validation.LabelSelectorValidationOptions{}, fp.Child("candidateSelector")); len(serrs) > 0 {
+				errs = append(errs, serrs...)
+			}
+		}
+	}
 	var warns []string
 	if len(pl.Clusters) > 1 || pl.ClusterSelector != nil {
 		who := "its source"
@@ -405,7 +416,7 @@ func validatePlacement(pl *urutauv1alpha1.Placement, in *spec.Inline, sourceSecr
 			secret = fmt.Sprintf("the source Secret %q", sourceSecret)
 		}
 		warns = append(warns, fmt.Sprintf(
-			"spec.placement can select more than one member cluster: each member runs its own coordinator with the same source identity (%s), so %s in each member must point at a different database (one reader per replication identity), or the readers corrupt each other's stream",
+			"spec.placement can select more than one member cluster: each member runs its own coordinator with the same source identity (%s), so %s in each member should point at a different database. The hub reads which database each member's source points at (host, port, database): members that read one database run one at a time, the others wait (condition SharedSource), and a member whose database it cannot tell does not start beside another",
 			who, secret))
 	}
 	return errs, warns
@@ -424,7 +435,11 @@ func validateOverrides(ovs []urutauv1alpha1.ClusterOverride, pl *urutauv1alpha1.
 				errs = append(errs, nerrs...)
 				continue
 			}
-			if slices.Contains(pl.Clusters, name) {
+			if slices.Contains(pl.Clusters, name) || (pl.Failover != nil && slices.Contains(pl.Failover.Candidates, name)) {
+				continue
+			}
+			if pl.Failover != nil && pl.Failover.CandidateSelector != nil {
+				warns = append(warns, fmt.Sprintf("%s: cluster %q is not in spec.placement.failover.candidates; the override applies only if spec.placement.failover.candidateSelector selects it", cp, name))
 				continue
 			}
 			if pl.ClusterSelector != nil {
@@ -432,7 +447,7 @@ func validateOverrides(ovs []urutauv1alpha1.ClusterOverride, pl *urutauv1alpha1.
 				continue
 			}
 			e := field.NotFound(cp, name)
-			e.Detail = "an override may name only clusters of spec.placement.clusters: add the cluster there or remove it from this override"
+			e.Detail = "an override may name only clusters of spec.placement.clusters (or of spec.placement.failover.candidates): add the cluster there or remove it from this override"
 			errs = append(errs, e)
 		}
 		if o.Coordinator != nil {

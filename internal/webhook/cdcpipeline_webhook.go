@@ -74,7 +74,7 @@ func (v *CDCPipelineValidator) ValidateCreate(ctx context.Context, p *urutauv1al
 	if err != nil {
 		return warns, err
 	}
-	return append(warns, twarns...), invalid(p, append(errs, terrs...))
+	return append(warns, twarns...), invalid(p, appendNewFields(errs, terrs))
 }
 
 // ValidateUpdate admits an update when the new spec is valid and changes no immutable field. An
@@ -106,7 +106,23 @@ func (v *CDCPipelineValidator) ValidateUpdate(ctx context.Context, oldObj, newOb
 	if err != nil {
 		return warns, err
 	}
-	return append(warns, twarns...), invalid(newObj, append(errs, terrs...))
+	return append(warns, twarns...), invalid(newObj, appendNewFields(errs, terrs))
+}
+
+// appendNewFields adds to errs the errors of more whose field errs does not report yet: one answer
+// per field (a renamed inline pipeline is immutable, and not the CR's name either: the first
+// says what to do).
+func appendNewFields(errs, more field.ErrorList) field.ErrorList {
+	seen := map[string]bool{}
+	for _, e := range errs {
+		seen[e.Field] = true
+	}
+	for _, e := range more {
+		if !seen[e.Field] {
+			errs = append(errs, e)
+		}
+	}
+	return errs
 }
 
 // ValidateDelete admits every delete; the webhook is not registered for DELETE anyway.

@@ -31,10 +31,18 @@ func init() { serverIDs.Store(1000) }
 // fresh is a valid pipeline in namespace ns with a serverId no other spec uses.
 func fresh(ns, name string, muts ...mut) *urutauv1alpha1.CDCPipeline {
 	id := serverIDs.Add(1)
-	all := append([]mut{named(ns, name), edit(func(d doc) { source(d)["serverId"] = strconv.FormatInt(id, 10) })}, muts...)
+	all := append([]mut{named(ns, name), edit(func(d doc) {
+		source(d)["serverId"] = strconv.FormatInt(id, 10)
+		d["pipeline"] = name // the hub requires the pipeline to be named after the CR
+	})}, muts...)
 	p := pipeline(all...)
 	p.TypeMeta = metav1.TypeMeta{}
 	return p
+}
+
+// pipelineNamed sets the inline definition's pipeline, which the hub requires to be the CR's name.
+func pipelineNamed(name string) mut {
+	return edit(func(d doc) { d["pipeline"] = name })
 }
 
 // newNamespace creates a namespace for one spec.
@@ -162,7 +170,7 @@ var _ = Describe("CDCPipeline admission against a real API server", func() {
 			override(urutauv1alpha1.ClusterOverride{Clusters: []string{"eu-9"}, LogLevel: "debug"}))
 		Expect(warned.Create(ctx, p)).To(Succeed())
 		w := warnings.Take()
-		Expect(w).To(ContainElement(ContainSubstring("one reader per replication identity")))
+		Expect(w).To(ContainElement(ContainSubstring("members that read one database run one at a time")))
 		Expect(w).To(ContainElement(ContainSubstring(`cluster "eu-9" is not in spec.placement.clusters`)))
 	})
 
@@ -171,14 +179,14 @@ var _ = Describe("CDCPipeline admission against a real API server", func() {
 		Expect(k8sClient.Create(ctx, first)).To(Succeed())
 
 		id, _ := identityOf(first)
-		same := pipeline(named(ns, "again"), edit(func(d doc) { source(d)["serverId"] = id.Value }))
+		same := pipeline(named(ns, "again"), pipelineNamed("again"), edit(func(d doc) { source(d)["serverId"] = id.Value }))
 		same.TypeMeta = metav1.TypeMeta{}
 		err := k8sClient.Create(ctx, same)
 		Expect(causes(err)).To(Equal([]string{"spec.definition.inline.source.serverId"}))
 		Expect(err.Error()).To(ContainSubstring(ns + "/first"))
 
 		other := newNamespace(ctx)
-		dup := pipeline(named(other, "second"), edit(func(d doc) { source(d)["serverId"] = id.Value }))
+		dup := pipeline(named(other, "second"), pipelineNamed("second"), edit(func(d doc) { source(d)["serverId"] = id.Value }))
 		dup.TypeMeta = metav1.TypeMeta{}
 		err = k8sClient.Create(ctx, dup)
 		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "got %v", err)
@@ -186,10 +194,10 @@ var _ = Describe("CDCPipeline admission against a real API server", func() {
 		Expect(err.Error()).To(ContainSubstring("another namespace of the hub"))
 		Expect(err.Error()).NotTo(ContainSubstring("first"), "another tenant's pipeline is named")
 
-		pgA := pipeline(named(ns, "pg-a"), inline(postgresInline()), edit(func(d doc) { source(d)["slotName"] = "slot_" + ns[3:] }))
+		pgA := pipeline(named(ns, "pg-a"), inline(postgresInline()), pipelineNamed("pg-a"), edit(func(d doc) { source(d)["slotName"] = "slot_" + ns[3:] }))
 		pgA.TypeMeta = metav1.TypeMeta{}
 		Expect(k8sClient.Create(ctx, pgA)).To(Succeed())
-		pgB := pipeline(named(other, "pg-b"), inline(postgresInline()), edit(func(d doc) { source(d)["slotName"] = "slot_" + ns[3:] }))
+		pgB := pipeline(named(other, "pg-b"), inline(postgresInline()), pipelineNamed("pg-b"), edit(func(d doc) { source(d)["slotName"] = "slot_" + ns[3:] }))
 		pgB.TypeMeta = metav1.TypeMeta{}
 		err = k8sClient.Create(ctx, pgB)
 		Expect(causes(err)).To(Equal([]string{"spec.definition.inline.source.slotName"}))

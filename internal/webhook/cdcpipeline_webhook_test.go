@@ -378,6 +378,11 @@ func badCases() []testCase {
 		{name: "placement selector bad label value", obj: pipeline(selector(&metav1.LabelSelector{MatchLabels: map[string]string{"region": "eu west"}})),
 			errs: []want{e(field.ErrorTypeInvalid, "spec.placement.clusterSelector.matchLabels")}, warns: []string{multiWarn}},
 
+		{name: "failover candidate not a DNS name", obj: pipeline(clusters(), func(p *urutauv1alpha1.CDCPipeline) {
+			p.Spec.Placement.Fenced = true
+			p.Spec.Placement.Failover = &urutauv1alpha1.FailoverPlacement{Candidates: []string{"east", "West_1"}}
+		}), errs: []want{e(field.ErrorTypeInvalid, "spec.placement.failover.candidates[1]", "DNS-1123")}},
+
 		// --- overrides ---
 		{name: "override names a cluster outside the placement", obj: pipeline(override(urutauv1alpha1.ClusterOverride{Clusters: []string{"east", "west"}, Image: "x:2"})),
 			errs: []want{e(field.ErrorTypeNotFound, "spec.overrides[0].clusters[1]", "spec.placement.clusters")}},
@@ -526,6 +531,10 @@ func goodCases() []testCase {
 			selector(&metav1.LabelSelector{MatchLabels: map[string]string{"region": "eu"}}),
 			override(urutauv1alpha1.ClusterOverride{Clusters: []string{"east", "eu-2"}, LogLevel: "debug"}),
 		), warns: []string{multiWarn, `spec.overrides[0].clusters[1]: cluster "eu-2" is not in spec.placement.clusters`}},
+		{name: "failover: an override on a candidate, no multi-member warning (one runs at a time)", obj: pipeline(clusters(), func(p *urutauv1alpha1.CDCPipeline) {
+			p.Spec.Placement.Fenced = true
+			p.Spec.Placement.Failover = &urutauv1alpha1.FailoverPlacement{Candidates: []string{"east", "west"}}
+		}, override(urutauv1alpha1.ClusterOverride{Clusters: []string{"west"}, LogLevel: "debug"}))},
 		{name: "override on a placed cluster", obj: pipeline(clusters("east", "west"), override(urutauv1alpha1.ClusterOverride{
 			Clusters: []string{"west"}, Image: "urutau:2", Coordinator: &urutauv1alpha1.ResourceOverride{CPU: "1", Memory: "2Gi"},
 		})), warns: []string{multiWarn}},

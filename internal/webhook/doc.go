@@ -42,7 +42,12 @@
 // clusters listed in placement.clusters; when the placement has a selector, a name outside the list
 // is only warned about (the selector may select it). A placement that can select more than one
 // member (two names, or any selector) is warned about: every member runs its own coordinator with
-// the same source identity, so each member's source Secret must point at a different database.
+// the same source identity, so each member's source Secret should point at a different database;
+// the reconciler holds members that read one database to one reader (condition SharedSource).
+// A failover placement (placement.failover) runs on one candidate at a time: its candidate names
+// are DNS-1123 subdomains, its candidateSelector a valid selector, overrides may name its
+// candidates, and the tenancy boundary refuses a named candidate as it refuses a named cluster;
+// the CRD requires fenced: true with it and no clusters or clusterSelector.
 //
 // Reader identity (spec.Inline.Identity), unique across the whole hub (all namespaces): a MySQL
 // source.serverId (compared as a number; unset, the coordinator's default 1101, so only one MySQL
@@ -64,7 +69,14 @@
 // Tenancy (tenancy.go, internal/tenancy): a CDCPipeline in a system namespace of the hub is
 // refused; a pipeline with a placement needs a PlacementPolicy governing its namespace, and each
 // member named in placement.clusters must be allowed to it; members a clusterSelector selects
-// today that no policy allows are a warning.
+// today that no policy allows are a warning. definition.inline.pipeline must equal
+// metadata.name (worker groups, their ScaledObjects and Role rules are named after it; the
+// single-cluster operator allows any value). Every image the pipeline names (spec.image,
+// spec.overrides[i].image) must be the hub's --coordinator-image, allowed by --allowed-images, or
+// allowed by a PlacementPolicy governing the namespace (spec.images, by digest where it says so;
+// --require-image-digests for all but the default); on each member of placement.clusters, the
+// image it runs there must be allowed by the hub or a policy granting that member (a warning for
+// members a selector picks). Each refusal names its field and the policies; one answer per field.
 //
 // # Immutable fields (UPDATE compares the old and the new object)
 //

@@ -21,8 +21,13 @@ import (
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
+	"github.com/urutau-io/fleet/internal/tenancy"
 	"github.com/urutau-io/fleet/internal/testenv"
 )
+
+// suiteDefaultImage is the suite's --coordinator-image; --allowed-images is "urutau" (every tag of
+// docker.io/library/urutau).
+const suiteDefaultImage = "ghcr.io/urutau-io/urutau:suite"
 
 // The envtest suite: a real kube-apiserver and etcd with the CRD from config/hub/crd/bases and the
 // ValidatingWebhookConfiguration generated into config/hub/webhook (`make manifests`), served by a
@@ -97,6 +102,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	// labelled for the tenancy specs (tenancy_envtest_test.go) to every member.
 	Expect(SetupWithManager(mgr, &CDCPipelineValidator{Tenancy: &TenancyCheck{
 		Reader: mgr.GetAPIReader(), Inventory: staticInventory(suiteMembers), Reserved: []string{"urutau-system"},
+		Images: tenancy.ImageSettings{Default: suiteDefaultImage, Allowed: []string{"urutau"}},
 	}})).To(Succeed())
 	Expect(k8sClient.Create(ctx, &urutauv1alpha1.PlacementPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: "suite-open"},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -14,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
-	"github.com/urutau-io/fleet/internal/fleet/inventory"
+	"github.com/urutau-io/fleet/internal/inventory"
 	"github.com/urutau-io/fleet/internal/tenancy"
 )
 
@@ -35,6 +36,12 @@ import (
 //     and no policy names is a warning.
 //   - Members the clusterSelector selects today but no policy allows are a warning: they are
 //     skipped at reconcile, with a condition.
+//   - spec.definition.inline.pipeline must equal metadata.name (tenancy.CheckWorkerNames).
+//   - Every image the pipeline names (spec.image, spec.overrides[i].image) must be allowed: by
+//     the hub (Images) or by a policy governing the namespace; and on each member of
+//     placement.clusters, the image it runs there by the hub or a policy granting that member
+//     (tenancy.Boundary.CheckImages). On members the clusterSelector selects today it is a
+//     warning.
 type TenancyCheck struct {
 	// Reader reads Namespaces and PlacementPolicies; a live reader (mgr.GetAPIReader()).
 	Reader client.Reader
@@ -42,6 +49,8 @@ type TenancyCheck struct {
 	Inventory inventory.Inventory
 	// Reserved are the hub's own namespaces (tenancy.Boundary.Reserved).
 	Reserved []string
+	// Images are the hub's image rules (tenancy.Boundary.Images).
+	Images tenancy.ImageSettings
 }
 
 // tenancy runs v.Tenancy, if set, on p.
@@ -57,25 +66,107 @@ func (t *TenancyCheck) check(ctx context.Context, p *urutauv1alpha1.CDCPipeline)
 	if err := t.Reader.Get(ctx, client.ObjectKey{Name: p.Namespace}, ns); err != nil {
 		return nil, nil, apierrors.NewInternalError(fmt.Errorf("cannot check the tenancy boundary: reading namespace %q: %w", p.Namespace, err))
 	}
-	b := tenancy.Boundary{Reserved: t.Reserved}
+	b := tenancy.Boundary{Reserved: t.Reserved, Images: t.Images}
 	if err := b.CheckHubNamespace(ns); err != nil {
 		return field.ErrorList{field.Forbidden(field.NewPath("metadata", "namespace"), err.Error())}, nil, nil
 	}
+	errs := workerNameErrors(p)
 	pl := p.Spec.Placement
-	if len(pl.Clusters) == 0 && pl.ClusterSelector == nil {
-		return nil, nil, nil
+	placed := len(pl.Clusters) > 0 || pl.ClusterSelector != nil || pl.Failover != nil
+	if !placed && len(tenancy.ImageFields(p)) == 0 {
+		return errs, nil, nil
 	}
 	var policies urutauv1alpha1.PlacementPolicyList
 	if err := t.Reader.List(ctx, &policies); err != nil {
 		return nil, nil, apierrors.NewInternalError(fmt.Errorf("cannot check the tenancy boundary: listing PlacementPolicies: %w", err))
 	}
 	b.Policies = policies.Items
+	imgErrs := namespaceImageErrors(b, ns, p)
+	errs = append(errs, imgErrs...)
+	if !placed {
+		return errs, nil, nil
+	}
 	members, err := t.Inventory.Members(ctx)
 	if err != nil {
 		return nil, nil, apierrors.NewInternalError(fmt.Errorf("cannot check the tenancy boundary: %w", err))
 	}
-	errs, warns := placementDenials(b, ns, p, members)
-	return errs, warns, nil
+	perrs, warns := placementDenials(b, ns, p, members)
+	ierrs, iwarns := memberImageDenials(b, ns, p, members, imgErrs)
+	return append(append(errs, perrs...), ierrs...), append(warns, iwarns...), nil
+}
+
+// workerNameErrors refuses an inline definition whose pipeline is not the CR's name.
+func workerNameErrors(p *urutauv1alpha1.CDCPipeline) field.ErrorList {
+	var d *tenancy.Denial
+	if err := tenancy.CheckWorkerNames(p); errors.As(err, &d) {
+		return field.ErrorList{field.Forbidden(pipelinePath, strings.TrimPrefix(d.Message, pipelinePath.String()+": "))}
+	}
+	return nil
+}
+
+// namespaceImageErrors refuses every image p names that neither the hub nor a policy governing
+// its namespace allows: it would run nowhere.
+func namespaceImageErrors(b tenancy.Boundary, ns *corev1.Namespace, p *urutauv1alpha1.CDCPipeline) field.ErrorList {
+	ip := b.ImagePolicyForNamespace(ns)
+	var errs field.ErrorList
+	check := func(path *field.Path, image string) {
+		if err := ip.Check(path.String(), image); err != nil {
+			errs = append(errs, field.Forbidden(path, strings.TrimPrefix(err.Error(), path.String()+": ")))
+		}
+	}
+	if p.Spec.Image != "" {
+		check(specPath.Child("image"), p.Spec.Image)
+	}
+	for i := range p.Spec.Overrides {
+		if img := p.Spec.Overrides[i].Image; img != "" {
+			check(overridesPath.Index(i).Child("image"), img)
+		}
+	}
+	return errs
+}
+
+// memberImageDenials checks, on each member the placement names or selects today and the boundary
+// allows, the image the pipeline would run there: an error for a member of placement.clusters, a
+// warning for one the selector selects. Fields refused already (have) are not reported again.
+func memberImageDenials(b tenancy.Boundary, ns *corev1.Namespace, p *urutauv1alpha1.CDCPipeline, members []inventory.Member, have field.ErrorList) (field.ErrorList, []string) {
+	refused := map[string]bool{}
+	for _, e := range have {
+		refused[e.Field] = true
+	}
+	var sel labels.Selector
+	if ps := p.Spec.Placement.ClusterSelector; ps != nil {
+		sel, _ = metav1.LabelSelectorAsSelector(ps) // an invalid selector is reported by ValidateSpec
+	}
+	var errs field.ErrorList
+	var warns []string
+	for _, m := range members {
+		named := slices.Contains(p.Spec.Placement.Clusters, m.Name)
+		selected := sel != nil && sel.Matches(labels.Set(m.Labels))
+		if (!named && !selected) || b.Check(ns, m, p.Namespace) != nil {
+			continue // not placed there, or placement denials say why
+		}
+		f, _ := tenancy.ImageFor(p, m.Name)
+		err := b.CheckImages(ns, m, p.Namespace, p)
+		if err == nil || refused[f] {
+			continue
+		}
+		if named {
+			errs = append(errs, field.Forbidden(imagePath(f), strings.TrimPrefix(err.Error(), f+": ")))
+			refused[f] = true
+		} else {
+			warns = append(warns, err.Error()+"; the pipeline will not run there")
+		}
+	}
+	return errs, warns
+}
+
+// imagePath is the field path of an image field tenancy.ImageFor names.
+func imagePath(f string) *field.Path {
+	var i int
+	if _, err := fmt.Sscanf(f, "spec.overrides[%d].image", &i); err == nil {
+		return overridesPath.Index(i).Child("image")
+	}
+	return specPath.Child("image")
 }
 
 // placementDenials applies the boundary to each member the placement names or selects today.
@@ -91,17 +182,24 @@ func placementDenials(b tenancy.Boundary, ns *corev1.Namespace, p *urutauv1alpha
 	}
 	var errs field.ErrorList
 	var warns []string
-	for i, name := range p.Spec.Placement.Clusters {
-		m, ok := known[name]
-		err := b.Check(ns, inventory.Member{Name: name, Labels: m.Labels}, p.Namespace)
-		switch {
-		case err == nil:
-		case !ok && reasonOf(err) == tenancy.ReasonClusterNotAllowed:
-			warns = append(warns, fmt.Sprintf("%s: member %q is not in the inventory yet and no PlacementPolicy names it: it runs there only if its labels match a policy when it joins",
-				path.Child("clusters").Index(i), name))
-		default:
-			errs = append(errs, field.Forbidden(path.Child("clusters").Index(i), err.Error()))
+	named := func(listPath *field.Path, names []string) {
+		for i, name := range names {
+			m, ok := known[name]
+			err := b.Check(ns, inventory.Member{Name: name, Labels: m.Labels}, p.Namespace)
+			switch {
+			case err == nil:
+			case !ok && reasonOf(err) == tenancy.ReasonClusterNotAllowed:
+				warns = append(warns, fmt.Sprintf("%s: member %q is not in the inventory yet and no PlacementPolicy names it: it runs there only if its labels match a policy when it joins",
+					listPath.Index(i), name))
+			default:
+				errs = append(errs, field.Forbidden(listPath.Index(i), err.Error()))
+			}
 		}
+	}
+	named(path.Child("clusters"), p.Spec.Placement.Clusters)
+	if fo := p.Spec.Placement.Failover; fo != nil {
+		// A candidate the boundary refuses would be chosen and then not run on.
+		named(path.Child("failover", "candidates"), fo.Candidates)
 	}
 	if w := selectorWarning(b, ns, p, members); w != "" {
 		warns = append(warns, w)

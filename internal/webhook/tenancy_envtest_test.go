@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
-	"github.com/urutau-io/fleet/internal/fleet/inventory"
+	"github.com/urutau-io/fleet/internal/inventory"
 )
 
 // tenancyTestLabel marks the namespaces of the tenancy specs: the suite's open policy leaves them
@@ -106,5 +106,51 @@ var _ = Describe("the tenancy boundary at admission", func() {
 		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "on-eu"}, p)).To(Succeed())
 		p.Spec.Placement.Clusters = []string{"us-1"}
 		expectForbidden(k8sClient.Update(ctx, p), "spec.placement.clusters[0]", `"us-1"`)
+	})
+})
+
+var _ = Describe("images and worker names at admission", func() {
+	It("refuses an image the platform admin did not allow, naming the field and the policy", func(ctx SpecContext) {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "tenant-", Labels: map[string]string{tenancyTestLabel: "true"}}}
+		Expect(k8sClient.Create(ctx, ns)).To(Succeed())
+		DeferCleanup(func(ctx SpecContext) { Expect(k8sClient.Delete(ctx, ns)).To(Succeed()) })
+		pol := &urutauv1alpha1.PlacementPolicy{
+			ObjectMeta: metav1.ObjectMeta{GenerateName: "images-"},
+			Spec: urutauv1alpha1.PlacementPolicySpec{Namespaces: []string{ns.Name}, Clusters: []string{"eu-1"},
+				Images: &urutauv1alpha1.ImagePolicy{Allowed: []string{"registry.example.com/shop/*"}}},
+		}
+		Expect(k8sClient.Create(ctx, pol)).To(Succeed())
+		DeferCleanup(func(ctx SpecContext) { Expect(k8sClient.Delete(ctx, pol)).To(Succeed()) })
+
+		By("the hub's default, the hub-wide list and the policy's images are admitted")
+		for name, image := range map[string]string{"default": "", "named-default": suiteDefaultImage, "hub-wide": "urutau:2", "policy": "registry.example.com/shop/app:1"} {
+			Expect(k8sClient.Create(ctx, fresh(ns.Name, name, clusters("eu-1"), func(p *urutauv1alpha1.CDCPipeline) { p.Spec.Image = image }))).
+				To(Succeed(), "%s (%q)", name, image)
+		}
+
+		By("any other image is refused at spec.image, naming the policy")
+		err := k8sClient.Create(ctx, fresh(ns.Name, "miner", clusters("eu-1"), func(p *urutauv1alpha1.CDCPipeline) { p.Spec.Image = "evil.example/miner:latest" }))
+		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want 422, got %v", err)
+		Expect(causes(err)).To(ConsistOf("spec.image"))
+		Expect(err.Error()).To(And(ContainSubstring(`image "evil.example/miner:latest" is not allowed`), ContainSubstring(`PlacementPolicy "`+pol.Name+`" [registry.example.com/shop/*]`)))
+
+		By("in an override, at its field; and on an update too")
+		err = k8sClient.Create(ctx, fresh(ns.Name, "override", clusters("eu-1"),
+			override(urutauv1alpha1.ClusterOverride{Clusters: []string{"eu-1"}, Image: "evil.example/miner:2"})))
+		Expect(causes(err)).To(ConsistOf("spec.overrides[0].image"))
+		p := &urutauv1alpha1.CDCPipeline{}
+		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns.Name, Name: "policy"}, p)).To(Succeed())
+		p.Spec.Image = "evil.example/miner:3"
+		err = k8sClient.Update(ctx, p)
+		Expect(causes(err)).To(ConsistOf("spec.image"))
+	})
+
+	It("refuses an inline pipeline that is not the CR's name, and says why", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		err := k8sClient.Create(ctx, fresh(ns, "orders", pipelineNamed("payments")))
+		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want 422, got %v", err)
+		Expect(causes(err)).To(ConsistOf("spec.definition.inline.pipeline"))
+		Expect(err.Error()).To(And(ContainSubstring(`must equal metadata.name "orders"`), ContainSubstring("another team's workloads")))
+		Expect(k8sClient.Create(ctx, fresh(ns, "orders"))).To(Succeed())
 	})
 })

@@ -4,7 +4,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -57,11 +56,15 @@ func secretsFor(name string, inline []byte) urutauv1alpha1.Secrets {
 // admitAndRender creates the pipeline of the definition in file f on the hub, checks that the
 // stored definition parses and renders, and deletes it again (several of urutau's MySQL pipelines
 // replicate as server id 1101: one at a time).
-func admitAndRender(ctx SpecContext, ns, name, f string) *spec.Inline {
+func admitAndRender(ctx SpecContext, ns, f string) *spec.Inline {
 	y, err := os.ReadFile(f)
 	Expect(err).NotTo(HaveOccurred())
 	j, err := yaml.YAMLToJSON(y)
 	Expect(err).NotTo(HaveOccurred())
+	// The fleet requires the CR to be named after its pipeline (docs/upgrading.md).
+	shape, errs := spec.Parse(j)
+	Expect(errs).To(BeEmpty(), f)
+	name := shape.Pipeline
 	p := &urutauv1alpha1.CDCPipeline{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: urutauv1alpha1.CDCPipelineSpec{
@@ -98,7 +101,7 @@ var _ = Describe("urutau's own pipelines", func() {
 		Expect(files).To(HaveLen(7))
 		sinks := map[string]bool{}
 		for _, f := range files {
-			in := admitAndRender(ctx, ns, strings.TrimSuffix(filepath.Base(f), ".yaml"), f)
+			in := admitAndRender(ctx, ns, f)
 			sinks[in.Sink.Type] = true
 		}
 		Expect(sinks).To(HaveLen(len(spec.SinkTypes)), "every registered sink has a shape")
@@ -109,7 +112,7 @@ var _ = Describe("urutau's own pipelines", func() {
 		Expect(err).NotTo(HaveOccurred())
 		Expect(files).To(HaveLen(8))
 		for _, f := range files {
-			admitAndRender(ctx, ns, "ex-"+strings.TrimSuffix(filepath.Base(f), ".yaml"), f)
+			admitAndRender(ctx, ns, f)
 		}
 	})
 

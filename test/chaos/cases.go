@@ -13,9 +13,9 @@ var (
 	memberC = Members[2]
 )
 
-// Cases are the named histories, in the order of the issue.
+// Cases are the named histories, in the order of the issues (#13, then #26: cases_hands.go).
 func Cases() []History {
-	return []History{
+	return append([]History{
 		caseMoveBackToDraining(),
 		caseRenameWhileUnreachable(),
 		caseRacingCreates(),
@@ -24,7 +24,7 @@ func Cases() []History {
 		caseTombstoneReplayWhileTerminated(),
 		caseTerminatingPodBlocksMove(),
 		caseTerminatingPodBlocksRename(),
-	}
+	}, append(handCases(), failoverCases()...)...)
 }
 
 func closing(ops ...Op) []Op {

@@ -26,7 +26,7 @@ var (
 	flagBase   = flag.Uint64("chaos.base", 0, "first seed of -chaos.seeds (0: drawn from the clock and printed)")
 	flagReplay = flag.String("chaos.replay", "", "replay the history saved in this JSON file")
 	flagOps    = flag.Int("chaos.ops", 0, "operations per generated history (0: 10 for the short set, 18 otherwise)")
-	flagCases  = flag.Bool("chaos.cases", false, "also run the named cases (case-1 ... case-7b)")
+	flagCases  = flag.Bool("chaos.cases", false, "also run the named cases (case-1 ... case-16d)")
 	flagOut    = flag.String("chaos.out", "", "directory for failing histories and reports (default $TMPDIR/urutau-chaos)")
 	flagKeep   = flag.Bool("chaos.keep", false, "leave the local fleet running after the tests")
 	flagCheck  = flag.String("chaos.recheck", "", "check again a recording saved with a failing history (no fleet needed)")

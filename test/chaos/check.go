@@ -10,15 +10,17 @@ import (
 // Invariant names, as violations and docs/reliability.md name them.
 const (
 	InvOneReader     = "I1 one reader per identity"
+	InvOneDB         = "I1 one reader per database"
 	InvStopFirst     = "I1 stop before start"
 	InvStray         = "I1 reader outside the placement"
 	InvLeftovers     = "I2 leftovers after settling"
 	InvTerminalWrite = "I3 write while terminated"
 	InvDeletion      = "I4 deletion in bounded time"
+	InvStopped       = "I5 reader stopped in bounded time"
 )
 
 // Invariants lists them in report order.
-var Invariants = []string{InvOneReader, InvStopFirst, InvStray, InvLeftovers, InvTerminalWrite, InvDeletion}
+var Invariants = []string{InvOneReader, InvOneDB, InvStopFirst, InvStray, InvLeftovers, InvTerminalWrite, InvDeletion, InvStopped, InvFailover}
 
 // Violation is one broken invariant with the observations that prove it.
 type Violation struct {
@@ -51,6 +53,11 @@ type Result struct {
 // rather than "saw nothing".
 type Seen struct {
 	Pods, Waits, TerminalWindows, HubWrites, Deletions int
+	// HandReaders are readers people's ops made; Departures the members placements left.
+	HandReaders, Departures int
+	// FencedReaders are the stretches fenced pods ran a reader by the simulated fence;
+	// FailoverWindows the losses I6 judged.
+	FencedReaders, FailoverWindows int
 }
 
 // checkContext is a recording prepared for the invariants.
@@ -59,25 +66,39 @@ type checkContext struct {
 	clocks map[string]*clock
 	pods   []*podLife
 	pipes  map[string]*pipelineFacts
+	// entries are when reader leases surely held each (pipeline UID, cluster) entry.
+	entries map[string][]span
 }
 
 // Check runs every invariant over the recording.
 func Check(rec *Recording) Result {
 	clocks := newClocks(rec.Samples, rec.Events)
 	cc := &checkContext{rec: rec, clocks: clocks, pipes: pipelines(rec, clocks[hubCluster])}
-	cc.pods = podLives(rec, clocks, ownerPipelines(rec))
+	cc.pods = fenceCut(rec, clocks, cc.pipes, podLives(rec, clocks, ownerPipelines(rec), pipelineByName(cc.pipes)))
+	cc.entries = leaseEntrySpans(rec, clocks[hubCluster])
+	cc.markHands()
 	var res Result
 	res.Seen = cc.seen()
-	for _, inv := range []func(*checkContext, *Result){checkOneReader, checkStopFirst, checkStray, checkLeftovers, checkTerminalWrites, checkDeletions} {
+	for _, inv := range []func(*checkContext, *Result){checkOneReader, checkOneDB, checkStopFirst, checkStray, checkLeftovers,
+		checkTerminalWrites, checkDeletions, checkStopped, checkOneMember, checkFailover} {
 		inv(cc, &res)
 	}
 	return res
 }
 
 func (cc *checkContext) seen() Seen {
-	s := Seen{Pods: len(cc.pods), TerminalWindows: len(terminalWindows(cc))}
+	s := Seen{Pods: len(cc.pods), TerminalWindows: len(terminalWindows(cc)), FailoverWindows: len(failoverWindows(cc))}
+	for _, p := range cc.pods {
+		if p.hand != nil {
+			s.HandReaders++
+		}
+		if p.fence != nil {
+			s.FencedReaders++
+		}
+	}
 	for _, f := range cc.pipes {
 		s.Waits += len(obligations(f))
+		s.Departures += len(departures(f))
 		if f.DeleteOp != nil {
 			s.Deletions++
 		}
@@ -107,9 +128,9 @@ func checkOneReader(cc *checkContext, res *Result) {
 			if excused(p, fp) || excused(q, fq) {
 				continue
 			}
-			both := p.Sure.overlap(q.Sure)
+			both := p.judged().overlap(q.judged())
 			if both.empty() {
-				if maybe := p.Maybe.overlap(q.Maybe); !maybe.empty() {
+				if maybe := p.judgedMaybe().overlap(q.judgedMaybe()); !maybe.empty() {
 					res.Notes = append(res.Notes, fmt.Sprintf("%s: %s and %s may have overlapped during %s (not proven): %s; %s",
 						InvOneReader, pipeName(fp), pipeName(fq), maybe, p, q))
 				}
@@ -229,14 +250,14 @@ func checkStopFirst(cc *checkContext, res *Result) {
 					if excused(d, f) || (w.Sure.from < began && d.Sure.from < began) {
 						continue
 					}
-					sure := w.Sure.overlap(d.Sure).overlap(o.In)
+					sure := w.judged().overlap(cc.departedJudged(f, d, began)).overlap(o.In)
 					if !sure.empty() {
 						if len(evidence) == 0 {
 							when = sure
 						}
 						when = span{min(when.from, sure.from), max(when.to, sure.to)}
 						evidence = append(evidence, fmt.Sprintf("during %s: waiter %s", sure, w), "    and departed "+d.String())
-					} else if maybe := w.Maybe.overlap(d.Maybe).overlap(o.In); !maybe.empty() {
+					} else if maybe := w.judgedMaybe().overlap(d.judgedMaybe()).overlap(o.In); !maybe.empty() {
 						res.Notes = append(res.Notes, fmt.Sprintf("%s: %s in %s and %s may have overlapped during %s (not proven)",
 							InvStopFirst, pipeName(f), o.Waiter, o.Departed, maybe))
 					}
@@ -253,6 +274,17 @@ func checkStopFirst(cc *checkContext, res *Result) {
 			}
 		}
 	}
+}
+
+// departedJudged is the part of departed reader d that a move begun at began must wait for: all
+// of it, for a reader a person made before the move in a member the pipeline's lease surely
+// named then (the hub counts every reader pod of a member it empties, made by hand or not);
+// otherwise what judged leaves.
+func (cc *checkContext) departedJudged(f *pipelineFacts, d *podLife, began Stamp) span {
+	if d.hand != nil && d.hand.End < began && cc.entryWithin(f.UID, d.Cluster, span{began, began}) {
+		return d.Sure
+	}
+	return d.judged()
 }
 
 // moveBegan is the start of op, which changed f's placement (0, which excuses nothing, if no
@@ -298,13 +330,16 @@ func sortedPipes(m map[string]*pipelineFacts) []*pipelineFacts {
 func checkStray(cc *checkContext, res *Result) {
 	for _, p := range cc.pods {
 		f := cc.pipes[p.Pipeline]
+		if p.hand != nil {
+			continue // a person's reader: I5 judges it
+		}
 		if f == nil {
 			if p.Pipeline == "" {
 				res.Notes = append(res.Notes, "a coordinator pod whose StatefulSet was never seen: "+p.String())
 			}
 			continue
 		}
-		placed := false
+		placed := f.Failover != nil && isCandidate(f, p.Cluster)
 		for _, ch := range append(slices.Clone(f.Placements), f.Seen...) {
 			if ch.At.from <= p.Sure.from && slices.Contains(ch.Members, p.Cluster) {
 				placed = true
@@ -348,12 +383,27 @@ func checkLeftovers(cc *checkContext, res *Result) {
 				add(o.PipelineUID, fmt.Sprintf("%s %s/%s (deleting: %v)", o.Kind, o.Namespace, o.Name, o.Deleting))
 			}
 		}
+		tie := pipelineByName(cc.pipes)
 		for _, o := range fin.Pods[m] {
-			if uid := lastOwner(owners[o.Owner]); !live[uid] {
+			uid := lastOwner(owners[o.Owner])
+			if uid == "" && o.PipelineName != "" {
+				uid = tie(o.PipelineName, cc.rec.Settled)
+			}
+			if !live[uid] {
 				add(uid, fmt.Sprintf("coordinator pod %s/%s (phase %s, deleting: %v)", o.Namespace, o.Name, o.Phase, o.Deleting))
 			}
 		}
 		for _, uid := range uids {
+			if uid == "" {
+				res.Notes = append(res.Notes, fmt.Sprintf("%s: %d coordinator pod(s) of no pipeline the history made left in %s: %s",
+					InvLeftovers, len(left[uid]), m, strings.Join(left[uid], "; ")))
+				continue
+			}
+			if why, ok := cc.handExcuse(uid, m); ok {
+				res.Notes = append(res.Notes, fmt.Sprintf("%s: %d object(s) of deleted pipeline %s left in %s, made by a person the hub had no time to find: %s: %s",
+					InvLeftovers, len(left[uid]), cc.nameOf(uid), m, why, strings.Join(left[uid], "; ")))
+				continue
+			}
 			res.Violations = append(res.Violations, Violation{Invariant: InvLeftovers,
 				Summary:  fmt.Sprintf("%d object(s) of deleted pipeline %s left in %s", len(left[uid]), cc.nameOf(uid), m),
 				Evidence: append([]string{"read after the history settled, at " + stampString(cc.rec.Settled)}, left[uid]...)})

@@ -16,7 +16,8 @@ type rb struct{ rec Recording }
 
 func newRB() *rb {
 	return &rb{rec: Recording{Namespace: "chaos-0", Settled: sec(100),
-		Bounds: Bounds{TombstoneGrace: 10 * time.Second, MemberTimeout: 3 * time.Second, DeleteSlack: 18 * time.Second}}}
+		Bounds: Bounds{TombstoneGrace: 10 * time.Second, MemberTimeout: 3 * time.Second, DeleteSlack: 18 * time.Second,
+			StopBound: 30 * time.Second, RepointBound: 18 * time.Second, MemberRecover: 60 * time.Second}}}
 }
 
 func (b *rb) sample(cluster string, start float64, rv int64, present ...string) *rb {
@@ -140,7 +141,7 @@ func TestCheckOneReader(t *testing.T) {
 func TestPodLifeBounds(t *testing.T) {
 	b := twoPipelines().sample("member-a", 5.0, 20, "pa").sample("member-a", 6.0, 31).pod("member-a", Deleted, "pa", "sa", 30, 6.5, false)
 	clocks := newClocks(b.rec.Samples, b.rec.Events)
-	lives := podLives(&b.rec, clocks, ownerPipelines(&b.rec))
+	lives := podLives(&b.rec, clocks, ownerPipelines(&b.rec), nil)
 	if len(lives) != 1 {
 		t.Fatalf("%d lives, want 1", len(lives))
 	}
@@ -405,7 +406,7 @@ func TestPodChangesPipelineWithItsStatefulSet(t *testing.T) {
 		sample("member-a", 4.9, 49, "pa").stsAt("member-a", "sa", "u2", Modified, 50, 5.05).sample("member-a", 5.1, 51, "pa").
 		sample("member-a", 8.0, 90, "pa")
 	clocks := newClocks(b.rec.Samples, b.rec.Events)
-	lives := podLives(&b.rec, clocks, ownerPipelines(&b.rec))
+	lives := podLives(&b.rec, clocks, ownerPipelines(&b.rec), nil)
 	if len(lives) != 2 || lives[0].Pipeline != "u1" || lives[1].Pipeline != "u2" {
 		t.Fatalf("lives %v, want the pod cut in two, u1 then u2", lives)
 	}

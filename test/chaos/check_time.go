@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -88,6 +89,9 @@ func checkTerminalWrites(cc *checkContext, res *Result) {
 			}
 			clk := cc.clocks[e.Cluster]
 			at := span{clk.after(e.RVLo), clk.before(e.RVHi)}
+			if cc.byHand(e.Obj.UID, at) {
+				continue
+			}
 			switch {
 			case at.from >= w.In.from && at.to <= w.In.to:
 				if sure[e.Cluster] == nil {
@@ -109,6 +113,17 @@ func checkTerminalWrites(cc *checkContext, res *Result) {
 			})
 		}
 	}
+}
+
+// byHand tells whether a write to member object uid committed during at may be a person's: an
+// op of people's hands wrote that object while it ran.
+func (cc *checkContext) byHand(uid string, at span) bool {
+	for _, o := range cc.rec.Ops {
+		if isHand(o.Op) && slices.Contains(o.Touched, uid) && !at.overlap(span{o.Start, o.End}).empty() {
+			return true
+		}
+	}
+	return false
 }
 
 // hubDown are the spans during which no hub process ran, counted generously (from the start of

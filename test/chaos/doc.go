@@ -1,18 +1,31 @@
 // Package chaos is the randomized history checker of the fleet (`make test-chaos`), modelled on
 // etcd's robustness suite: a seeded generator writes a history (a list of plain-data operations:
 // placement moves and flaps, deletes, renames, racing duplicate creates, terminations, member API
-// servers and kubelets stopped, hubs killed, foreign finalizers), an executor plays it against a
-// local fleet (internal/localfleet: a hub and three kwok members, two hub processes with leader
-// election), a recorder watches and polls every cluster meanwhile (coordinator pods, the objects
+// servers and kubelets stopped, hubs killed, foreign finalizers; people's hands on members: hand
+// scales, pods made by hand, StatefulSets deleted or edited, exports restored where the pipeline
+// left; the inventory: selector labels gained and lost, kubeconfig Secrets removed and added;
+// source Secrets pointed at one database or several; fenced and failover placements, and members
+// cut off from the hub only, refused or hanging, or flapping around a failover threshold), an
+// executor plays it against a local fleet (internal/localfleet: a hub and three kwok members, two
+// hub processes with leader election; the hub reaches members through proxies), a recorder watches and polls every cluster meanwhile (coordinator pods, the objects
 // the hub writes into members, pipelines, tombstones and reader leases on the hub), and a checker
 // runs the fleet's invariants over the whole recording:
 //
 //	I1 one reader per source identity: never two pipelines' coordinator pods of one identity at
-//	   once anywhere, and stop-before-start for a pipeline's moves (DESIGN.md §5.3);
+//	   once anywhere, never two pods of one pipeline reading one database at once (one member,
+//	   or members whose source Secrets name one database), and stop-before-start for a
+//	   pipeline's moves (DESIGN.md §5.3), placements resolved against the inventory;
 //	I2 after the history settles: nothing of a deleted pipeline left in any member, no tombstone,
 //	   no reader lease of a deleted pipeline;
 //	I3 no member write for a pipeline while it is terminated;
-//	I4 a deletion completes within --tombstone-grace plus a stated bound, members down or not.
+//	I4 a deletion completes within --tombstone-grace plus a stated bound, members down or not;
+//	I5 a reader made by hand, or one in a member its placement left, is stopped within a stated
+//	   bound of the time the hub could act there;
+//	I6 a failover placement leaves a member lost for good within its threshold plus the fence's
+//	   bound plus a stated slack, with no person acting.
+//
+// A fenced pod is a reader only while the fence's decision (internal/fence), run by the checker
+// over the fence Lease versions its member committed, lets its command run: kwok runs no process.
 //
 // A failing history is printed and saved as JSON; `-chaos.replay=FILE` plays it again.
 // docs/reliability.md explains how the checker avoids false positives (it compares times only

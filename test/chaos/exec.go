@@ -34,6 +34,11 @@ type env struct {
 	hubs    *hubs
 	bounds  Bounds
 	logf    func(format string, args ...any)
+	// entries are the members' kubeconfig Secrets as last removed (or as the fleet made them),
+	// for Register.
+	entries map[string]*corev1.Secret
+	// proxies carry the hub's connections to each member (proxy.go).
+	proxies map[string]*proxy
 }
 
 // executor plays one history in namespace ns of the fleet and records every op.
@@ -47,6 +52,12 @@ type executor struct {
 	// hammers stop when their context ends.
 	hammers sync.WaitGroup
 	stopAll context.CancelFunc
+	// touched collects the member objects the running op writes by hand (OpRecord.Touched).
+	touched []string
+	// exports are what Export saved, by member and pipeline name.
+	exports map[string]exportedSet
+	// edits numbers EditSTS's template edits, so each is a change.
+	edits int
 }
 
 // run plays the ops one after another; an op that fails is recorded and the history goes on.
@@ -62,8 +73,9 @@ func (x *executor) run(ctx context.Context, h History) {
 			return
 		}
 		r := OpRecord{Index: i, Op: o, HubsBefore: x.env.hubs.state(), Start: x.rec.now()}
+		x.touched = nil
 		refs, err := x.do(hctx, o)
-		r.End, r.Pipelines, r.HubsAfter = x.rec.now(), refs, x.env.hubs.state()
+		r.End, r.Pipelines, r.HubsAfter, r.Touched = x.rec.now(), refs, x.env.hubs.state(), x.touched
 		if err != nil {
 			r.Err = err.Error()
 		}
@@ -104,6 +116,9 @@ func (x *executor) do(ctx context.Context, o Op) ([]PipelineRef, error) {
 	case DeleteAll:
 		return x.deleteAll(ctx)
 	}
+	if ok, err := x.doHand(ctx, o); ok {
+		return nil, err
+	}
 	return nil, x.doFleet(ctx, o)
 }
 
@@ -115,6 +130,10 @@ func (x *executor) doFleet(ctx context.Context, o Op) error {
 		return e.stopMember(ctx, o.Member)
 	case StartMember:
 		return e.startMember(ctx, o.Member)
+	case Partition:
+		return e.partition(o.Member, o.Hang, false)
+	case Reconnect:
+		return e.partition(o.Member, false, true)
 	case PauseKubelet:
 		return localfleet.PauseKubelet(e.opts, o.Member)
 	case ResumeKubelet:
@@ -159,9 +178,16 @@ func refs(r *PipelineRef) []PipelineRef {
 func refOf(p *urutauv1alpha1.CDCPipeline) *PipelineRef {
 	rv, _ := strconv.ParseInt(p.ResourceVersion, 10, 64)
 	ref := &PipelineRef{Name: p.Name, UID: string(p.UID), Placement: sortedCopy(p.Spec.Placement.Clusters),
-		Generation: p.Generation, RV: rv}
+		Generation: p.Generation, RV: rv, Selector: p.Spec.Placement.ClusterSelector != nil}
 	if p.Spec.Definition.Inline != nil {
 		ref.Identity = identityOf(p.Spec.Definition.Inline.Raw)
+	}
+	ref.Fenced = p.Spec.Placement.Fenced
+	if fo := p.Spec.Placement.Failover; fo != nil {
+		ref.Failover = &FailoverSpec{Candidates: slices.Clone(fo.Candidates), CandidateSelector: fo.CandidateSelector != nil}
+		if fo.Threshold != nil {
+			ref.Failover.ThresholdMillis = int(fo.Threshold.Milliseconds())
+		}
 	}
 	return ref
 }
@@ -177,8 +203,10 @@ func (x *executor) get(ctx context.Context, name string) (*urutauv1alpha1.CDCPip
 
 // create submits a pipeline. When the answer is lost (an error other than a refusal), the
 // pipeline is read back: it may have been created all the same.
-func (x *executor) create(ctx context.Context, name, identity string, placement []string, bypass bool) (*PipelineRef, error) {
-	p := newPipeline(x.ns, name, serverID(x.n, identity), placement, bypass)
+func (x *executor) create(ctx context.Context, o Create) (*PipelineRef, error) {
+	name := o.Name
+	p := newPipeline(x.ns, name, serverID(x.n, o.Identity), o.Placement, o.Selector, o.Bypass)
+	withFence(p, o)
 	start := time.Now()
 	err := x.env.hub.Create(ctx, p)
 	if err == nil {
@@ -197,7 +225,7 @@ func (x *executor) create(ctx context.Context, name, identity string, placement 
 func (x *executor) createRetrying(ctx context.Context, o Create) (*PipelineRef, error) {
 	deadline := time.Now().Add(ms(o.RetryMillis))
 	for {
-		ref, err := x.create(ctx, o.Name, o.Identity, o.Placement, o.Bypass)
+		ref, err := x.create(ctx, o)
 		if !apierrors.IsAlreadyExists(err) || time.Now().After(deadline) {
 			return ref, err
 		}
@@ -221,7 +249,7 @@ func (x *executor) race(ctx context.Context, o CreateRace) ([]PipelineRef, error
 		}
 		wg.Go(func() {
 			<-go1
-			out[i], errs[i] = x.create(ctx, name, o.Identity, pl, o.Bypass)
+			out[i], errs[i] = x.create(ctx, Create{Name: name, Identity: o.Identity, Placement: pl, Bypass: o.Bypass})
 		})
 	}
 	close(go1)
@@ -242,7 +270,11 @@ func (x *executor) place(ctx context.Context, o Place) (*PipelineRef, error) {
 		return nil, err
 	}
 	gen := p.Generation
-	doc := map[string]any{"spec": map[string]any{"placement": map[string]any{"clusters": sortedCopy(o.Placement)}}}
+	var selector any // null removes it
+	if o.Selector {
+		selector = map[string]any{"matchLabels": map[string]string{selectorKey: selectorValue}}
+	}
+	doc := map[string]any{"spec": map[string]any{"placement": map[string]any{"clusters": sortedCopy(o.Placement), "clusterSelector": selector}}}
 	if len(o.ConfirmGone) > 0 {
 		doc["metadata"] = map[string]any{"annotations": map[string]any{urutauv1alpha1.AnnotationConfirmGone: strings.Join(o.ConfirmGone, ",")}}
 	}
@@ -358,7 +390,8 @@ func (x *executor) hammer(ctx context.Context, o Hammer) {
 // heal brings the fleet back to health for the end of a history.
 func (x *executor) heal(ctx context.Context) error {
 	e := x.env
-	errs := e.membersUp(ctx)
+	errs := append(e.membersUp(ctx), e.inventoryBack(ctx, false)...)
+	errs = append(errs, e.pathsOpen()...)
 	if err := x.release(ctx, "", 40); err != nil {
 		errs = append(errs, err)
 	}
@@ -371,13 +404,18 @@ func (x *executor) heal(ctx context.Context) error {
 }
 
 // stopMember kills the member's API server; its supervisor keeps its ports while it is down.
+// The hub's path refuses first, as the API server's own port does once it is stopped.
 func (e *env) stopMember(ctx context.Context, m string) error {
+	if err := e.proxies[m].setDown(true); err != nil {
+		return err
+	}
 	return e.sup[m].StopAPIServer(ctx)
 }
 
 // startMember starts the member's API server again; it returns once it answers.
 func (e *env) startMember(ctx context.Context, m string) error {
-	return e.sup[m].StartAPIServer(ctx)
+	err := e.sup[m].StartAPIServer(ctx)
+	return errors.Join(err, e.proxies[m].setDown(e.sup[m].Down()))
 }
 
 // memberObject finds the object of kind (a memberObjectKinds key without the plural) of pipeline
@@ -495,8 +533,46 @@ func (x *executor) holds(ctx context.Context, cond, name, member string) (bool, 
 	case CondGone:
 		_, err := x.get(ctx, name)
 		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
+	case CondOneReader:
+		return x.oneReader(ctx, name, member)
+	case CondClean:
+		return x.clean(ctx, name, member)
+	case CondFailoverOn:
+		p, err := x.get(ctx, name)
+		return err == nil && p.Status.Failover != nil && p.Status.Failover.Member == member, err
 	}
 	return false, fmt.Errorf("unknown condition %q", cond)
+}
+
+// oneReader: the coordinator StatefulSet of name in member asks for one replica, and exactly one
+// coordinator pod of name is there, Running.
+func (x *executor) oneReader(ctx context.Context, name, member string) (bool, error) {
+	sts, err := x.coordinatorSTS(ctx, member, name)
+	if err != nil {
+		return false, err
+	}
+	replicas, found, _ := unstructured.NestedInt64(sts.Object, "spec", "replicas")
+	n, running, err := x.pods(ctx, name, member)
+	return found && replicas == 1 && n == 1 && running == 1, err
+}
+
+// clean: no coordinator pod of name in member, and no object there with the live pipeline's UID.
+func (x *executor) clean(ctx context.Context, name, member string) (bool, error) {
+	n, _, err := x.pods(ctx, name, member)
+	if err != nil || n > 0 {
+		return false, err
+	}
+	p, err := x.get(ctx, name)
+	if err != nil {
+		return false, err
+	}
+	for _, kind := range sortedKinds() {
+		list, err := x.env.dyn[member].Resource(memberObjectKinds[kind]).Namespace(x.ns).List(ctx, listOpts(urutauv1alpha1.LabelHubPipelineUID+"="+string(p.UID)))
+		if err != nil || len(list.Items) > 0 {
+			return false, err
+		}
+	}
+	return true, nil
 }
 
 // pods counts the coordinator pods of name in member (every member when empty), and how many

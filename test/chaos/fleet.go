@@ -18,6 +18,7 @@ import (
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
 	"github.com/urutau-io/fleet/internal/localfleet"
+	"github.com/urutau-io/fleet/internal/tenancy"
 )
 
 // The hub settings of the chaos fleet: short enough that tombstones and retries happen within a
@@ -30,7 +31,53 @@ const (
 	// retryInterval is the hub's fixed retry of unreachable members and tombstones
 	// (fleet.DefaultRetryInterval; it has no flag).
 	retryInterval = 30 * time.Second
+	// orphanScanInterval: how often the hub scans each member for strays (objects of a live
+	// pipeline where no entry names them, pods no StatefulSet controls); the health check that
+	// runs the scan comes every --member-timeout.
+	orphanScanInterval = 3 * time.Second
+	// secretRecheckInterval: how often the hub reads again the source Secrets of placed
+	// pipelines (a repointed database is acted on within it).
+	secretRecheckInterval = 5 * time.Second
+	// The fence of fenced placements (--fence-ttl, --fence-grace, --fence-margin): as short as
+	// the hub allows (ttl at least 4 s), as the fleet specs run it, so that a failover completes
+	// within a history.
+	fenceTTL    = 4 * time.Second
+	fenceGrace  = 2 * time.Second
+	fenceMargin = time.Second
+	// healthInterval is the hub's --member-health-interval (its default: --member-timeout).
+	healthInterval = memberTimeout
 )
+
+// fenceImage is the hub's --fence-image (kwok runs anything).
+const fenceImage = "ghcr.io/urutau-io/urutau-fleet-hub:chaos"
+
+// stopBound is I5's bound: a reader a person made (a hand scale, a pod made by hand, a restored
+// StatefulSet) or one left in a member the placement left is gone within it, not counting the
+// time the hub could not act there. Two orphan scans (a stray is one when two scans in a row
+// find it) each up to a health check late, one --member-timeout, one wait interval, one retry
+// interval (a member request that timed out on this loaded machine has the member retried after
+// it) and 10 s for a hub just started or taking the lead: 60 s.
+const stopBound = 2*(orphanScanInterval+memberTimeout) + memberTimeout + waitInterval + retryInterval + 10*time.Second
+
+// handSettle is how long a generated history that made a reader by hand waits before it heals
+// and deletes everything, so that I5 judges most such readers rather than the deletion.
+const handSettle = 30 * time.Second
+
+// repointBound is how long two members that start reading one database (a repointed source
+// Secret) may both keep their reader: one --secret-recheck-interval, one --member-timeout and
+// 10 s (docs/architecture.md, the stated limit of the identity rule).
+const repointBound = secretRecheckInterval + memberTimeout + 10*time.Second
+
+// memberRecover is how long after a member answers again, or joins the inventory again, the hub
+// may take to act there: its retry interval, and the member cache's relist backoff (client-go
+// retries a failed LIST/WATCH after up to 60 s).
+const memberRecover = 60 * time.Second
+
+// failoverSlack is what I6 allows beyond the threshold and the fence's bound for a failover
+// placement to leave a lost member: the hub notices the loss one health check (and its
+// --member-timeout) late, the reconcile that decides comes within one wait interval, and 10 s
+// cover a busy hub and its backoff after a conflict.
+const failoverSlack = healthInterval + memberTimeout + waitInterval + 10*time.Second
 
 // deleteSlack is I4's bound beyond --tombstone-grace: once the grace is over, the next
 // deletion pass comes within one wait interval, takes at most --member-timeout per member (they
@@ -73,6 +120,12 @@ func (c FleetConfig) fleetOptions(hubBinary string) localfleet.FleetOptions {
 			"--health-probe-bind-address=0",
 			"--member-timeout=" + memberTimeout.String(),
 			"--tombstone-grace=" + tombstoneGrace.String(),
+			"--orphan-scan-interval=" + orphanScanInterval.String(),
+			"--secret-recheck-interval=" + secretRecheckInterval.String(),
+			"--fence-image=" + fenceImage,
+			"--fence-ttl=" + fenceTTL.String(),
+			"--fence-grace=" + fenceGrace.String(),
+			"--fence-margin=" + fenceMargin.String(),
 		},
 		Members: ms,
 	}
@@ -111,9 +164,19 @@ func (f *Fleet) wire(ctx context.Context, c FleetConfig) error {
 		return err
 	}
 	e := &env{opts: f.fo.Options, hub: hub, sup: map[string]*localfleet.Supervisor{}, members: map[string]client.Client{}, dyn: map[string]dynamic.Interface{},
-		bounds: Bounds{TombstoneGrace: tombstoneGrace, MemberTimeout: memberTimeout, DeleteSlack: deleteSlack}, logf: c.Logf}
+		bounds: Bounds{TombstoneGrace: tombstoneGrace, MemberTimeout: memberTimeout, DeleteSlack: deleteSlack,
+			StopBound: stopBound, RepointBound: repointBound, MemberRecover: memberRecover,
+			FenceTTL: fenceTTL, FenceGrace: fenceGrace, FenceMargin: fenceMargin, FailoverSlack: failoverSlack},
+		logf: c.Logf, entries: map[string]*corev1.Secret{}, proxies: map[string]*proxy{}}
 	e.hubs = &hubs{lf: f.lf, hub: hub}
 	f.env = e
+	for _, m := range Members {
+		s, err := e.throughProxy(ctx, m)
+		if err != nil {
+			return err
+		}
+		e.entries[m] = s
+	}
 	for _, cl := range append([]localfleet.Cluster{f.lf.Hub}, f.lf.Members...) {
 		if e.dyn[cl.Name], err = dynamicFor(cl.KubeconfigPath); err != nil {
 			return err
@@ -144,6 +207,9 @@ func (f *Fleet) Stop(ctx context.Context) error {
 		for _, s := range f.env.sup {
 			s.Close()
 		}
+		for _, p := range f.env.proxies {
+			p.close()
+		}
 	}
 	return localfleet.Teardown(ctx, f.fo)
 }
@@ -154,10 +220,11 @@ func (f *Fleet) HubLogs() []string {
 }
 
 // reset brings the fleet to the state every history starts from: every member up with its
-// kubelet running, hub-0 alone and leading.
+// kubelet running and in the inventory, no selector label, hub-0 alone and leading.
 func (f *Fleet) reset(ctx context.Context) error {
 	e := f.env
-	errs := e.membersUp(ctx)
+	errs := append(e.membersUp(ctx), e.inventoryBack(ctx, true)...)
+	errs = append(errs, e.pathsOpen()...)
 	if err := e.hubs.kill(ctx, 1); err != nil {
 		errs = append(errs, err)
 	}
@@ -183,7 +250,7 @@ func (e *env) prepare(ctx context.Context, ns string) error {
 		}
 		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: sourceSecret,
 			Labels: map[string]string{urutauv1alpha1.LabelFleetSecret: "true"}},
-			StringData: map[string]string{"uri": "mysql://chaos@db." + m + ".example:3306/shop"}}
+			StringData: map[string]string{"uri": sourceURI(m, "")}}
 		if err := c.Create(ctx, s); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("%s: %w", m, err)
 		}
@@ -212,7 +279,7 @@ func membersOf(e *env) []client.Client {
 func ensureNamespace(ctx context.Context, c client.Client, name string) error {
 	for range 60 {
 		err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name,
-			Labels: map[string]string{urutauv1alpha1.LabelFleetManaged: "true"}}})
+			Labels: map[string]string{urutauv1alpha1.LabelFleetManaged: "true", tenancy.LabelPodSecurityEnforce: tenancy.PodSecurityBaseline}}})
 		if err == nil || apierrors.IsAlreadyExists(err) {
 			return nil
 		}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"time"
 )
 
 // Generate writes a random history of about n operations (plus the waits between them and the
@@ -16,6 +17,8 @@ func Generate(seed uint64, n int) History {
 		pipes: map[string]*genPipe{},
 		down:  map[string]bool{}, paused: map[string]bool{},
 		hubs: [2]bool{true, false},
+		gone: map[string]bool{}, labelled: map[string]bool{}, shared: map[string]bool{}, exports: map[string]int{},
+		cut: map[string]bool{},
 	}
 	for len(g.ops) < 4*n && g.count < n {
 		g.step()
@@ -32,6 +35,15 @@ type genPipe struct {
 	placement  []string
 	previous   []string
 	terminated bool
+	// selector: placed also by SelectorLabel.
+	selector bool
+	// life numbers the pipelines of one name, so that a restore takes only an export of the
+	// live one.
+	life int
+	// failover is its failover placement (nil: placement and selector); runsOn where the model
+	// believes it runs.
+	failover *FailoverSpec
+	runsOn   string
 }
 
 type generator struct {
@@ -44,6 +56,17 @@ type generator struct {
 	hubs   [2]bool
 	// restartDue counts ops until a dead hub fleet must be brought back.
 	restartDue int
+	// gone are the members out of the inventory, labelled those with SelectorLabel, shared
+	// those whose source Secret names the shared database.
+	gone, labelled, shared map[string]bool
+	// exports are the Exports taken (member/name) and the life of the pipeline they saved.
+	exports map[string]int
+	// lives counts the pipelines created so far.
+	lives int
+	// handReaders: the history made a reader by hand, which the hub has StopBound to stop.
+	handReaders bool
+	// cut are the members partitioned from the hub.
+	cut map[string]bool
 }
 
 func (g *generator) emit(o Op) {
@@ -74,7 +97,7 @@ func (g *generator) step() {
 	unused := g.unusedNames()
 	add(12, len(unused) > 0, g.create)
 	add(4, len(unused) >= 2, g.race)
-	add(25, len(existing) > 0, g.place)
+	add(25, len(g.placeable()) > 0, g.place)
 	add(6, len(existing) > 0, g.delete)
 	add(5, len(existing) > 0 && len(unused) > 0, g.rename)
 	add(4, len(existing) > 0, g.recreate)
@@ -90,6 +113,8 @@ func (g *generator) step() {
 	add(5, len(existing) > 0, g.hold)
 	add(3, true, g.release)
 	add(2, len(existing) > 0, g.hammer)
+	g.handChoices(add)
+	g.failoverChoices(add)
 	total := 0
 	for _, c := range cs {
 		total += c.weight
@@ -116,7 +141,12 @@ func (g *generator) pace() {
 	}
 }
 
+// closeOut ends the history: heal, and delete every pipeline. After a reader made by hand it
+// first leaves the hub time to stop it, so that I5 rather than the deletion judges most.
 func (g *generator) closeOut() {
+	if g.handReaders {
+		g.ops = append(g.ops, Wait{Millis: int(handSettle / time.Millisecond)})
+	}
 	g.ops = append(g.ops, Heal{}, Wait{Millis: 2000}, DeleteAll{})
 }
 
@@ -208,10 +238,40 @@ func (g *generator) somePlacement() []string {
 func (g *generator) create() {
 	name := g.pick(g.unusedNames())
 	o := Create{Name: name, Identity: g.identity(), Placement: g.somePlacement(), Bypass: g.r.IntN(100) < 20}
+	if g.r.IntN(100) < 20 {
+		o.Selector = true
+		if g.r.IntN(100) < 60 {
+			o.Placement = []string{}
+		}
+	}
+	switch k := g.r.IntN(100); {
+	case k < 25:
+		o.Placement, o.Selector, o.Failover = nil, false, g.failoverSpec()
+	case k < 40:
+		o.Fenced = true
+	}
 	g.emit(o)
 	if o.Bypass || !g.used(o.Identity) {
-		g.pipes[name] = &genPipe{identity: o.Identity, placement: o.Placement}
+		g.pipes[name] = g.newPipe(o.Identity, o.Placement, o.Selector)
+		g.pipes[name].failover = o.Failover
 	} // else the webhook refuses it
+}
+
+// placeable are the existing pipelines a Place may change: not failover placements (the hub
+// decides where those run).
+func (g *generator) placeable() []string {
+	var out []string
+	for _, n := range g.existing() {
+		if g.pipes[n].failover == nil {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func (g *generator) newPipe(identity string, placement []string, selector bool) *genPipe {
+	g.lives++
+	return &genPipe{identity: identity, placement: placement, selector: selector, life: g.lives}
 }
 
 // used tells whether an existing pipeline has identity id.
@@ -233,22 +293,22 @@ func (g *generator) race() {
 	}
 	g.emit(o)
 	for i, n := range o.Names {
-		g.pipes[n] = &genPipe{identity: o.Identity, placement: o.Placements[i]}
+		g.pipes[n] = g.newPipe(o.Identity, o.Placements[i], false)
 	}
 }
 
 func (g *generator) place() {
-	name := g.pick(g.existing())
+	name := g.pick(g.placeable())
 	p := g.pipes[name]
 	next := g.nextPlacement(p)
-	o := Place{Name: name, Placement: next}
+	o := Place{Name: name, Placement: next, Selector: g.r.IntN(100) < 15}
 	for _, m := range p.placement {
 		if !slices.Contains(next, m) && g.down[m] && g.r.IntN(100) < 50 {
 			o.ConfirmGone = append(o.ConfirmGone, m)
 		}
 	}
 	g.emit(o)
-	p.previous, p.placement, p.terminated = p.placement, next, false
+	p.previous, p.placement, p.terminated, p.selector = p.placement, next, false, o.Selector
 }
 
 // nextPlacement draws a move, a flap back, an add, a removal or a swap keeping one member.
@@ -289,7 +349,7 @@ func (g *generator) rename() {
 	name := g.pick(g.unusedNames())
 	o := Create{Name: name, Identity: id, Placement: g.somePlacement(), Bypass: g.r.IntN(100) < 10}
 	g.emit(o)
-	g.pipes[name] = &genPipe{identity: id, placement: o.Placement}
+	g.pipes[name] = g.newPipe(id, o.Placement, false)
 }
 
 // recreate deletes a pipeline and creates it again with the same name and identity.
@@ -300,7 +360,7 @@ func (g *generator) recreate() {
 	g.ops = append(g.ops, Wait{Millis: g.r.IntN(1500)})
 	o := Create{Name: name, Identity: id, Placement: g.somePlacement(), RetryMillis: 30000}
 	g.emit(o)
-	g.pipes[name] = &genPipe{identity: id, placement: o.Placement}
+	g.pipes[name] = g.newPipe(id, o.Placement, false)
 }
 
 func (g *generator) terminate() {

@@ -16,17 +16,49 @@ type podLife struct {
 	Owner, Pipeline string
 	// Revisions: created in [cLo, cHi], deleted in [dLo, dHi] (dHi = maxRV: not seen deleted).
 	cLo, cHi, dLo, dHi int64
+	// PipelineName is its urutau.io/pipeline label.
+	PipelineName string
 	// Terminating was seen (a deletionTimestamp while it still existed).
 	Terminating bool
 	Phases      []string
 	// Sure: it existed all along; Maybe: it may have existed at any moment of it.
 	Sure, Maybe span
+	// hand is set when a person's op made this reader (nil: the hub's, as far as the checker
+	// knows).
+	hand *handMark
+	// Fenced: the pod runs its coordinator under the fence; fence is set once its life was cut
+	// to where the simulated fence let the reader run (fence.go).
+	Fenced bool
+	fence  *fenceRuns
+}
+
+// judged is the part of Sure the invariants judge: a reader a person made is the hub's to stop
+// by its deadline, not to prevent, so its overlaps count from then on.
+func (p *podLife) judged() span {
+	if p.hand == nil {
+		return p.Sure
+	}
+	return span{max(p.Sure.from, p.hand.Deadline), p.Sure.to}
+}
+
+// judgedMaybe is Maybe cut as judged cuts Sure.
+func (p *podLife) judgedMaybe() span {
+	if p.hand == nil {
+		return p.Maybe
+	}
+	return span{max(p.Maybe.from, p.hand.Deadline), p.Maybe.to}
 }
 
 func (p *podLife) String() string {
 	state := ""
 	if p.Terminating {
 		state = ", seen terminating"
+	}
+	if p.fence != nil {
+		state += fmt.Sprintf(", fenced: the pod surely existed %s, possibly %s; as a reader, cut by the simulated fence", p.fence.PodSure, p.fence.PodMaybe)
+	}
+	if p.hand != nil {
+		state += fmt.Sprintf(", made by hand by op #%02d (%s), the hub's to stop by %s", p.hand.Op, p.hand.Kind, stampString(p.hand.Deadline))
 	}
 	return fmt.Sprintf("pod %s in %s (uid %s, phases %v%s): surely existed %s, possibly %s; created at revision %s, deleted at %s",
 		p.Name, p.Cluster, short(p.UID), p.Phases, state, p.Sure, p.Maybe, rvRange(p.cLo, p.cHi), rvRange(p.dLo, p.dHi))
@@ -50,8 +82,10 @@ func short(uid string) string {
 }
 
 // podLives derives every coordinator pod's life from the recording, one life per pipeline the
-// pod belonged to (see splitByOwner).
-func podLives(rec *Recording, clocks map[string]*clock, owners map[string][]labelVersion) []*podLife {
+// pod belonged to (see splitByOwner). A pod whose StatefulSet never carried a pipeline (none owns
+// it: made by hand, or left by a StatefulSet deleted with --cascade=orphan before the recorder saw
+// it) is tied to a pipeline by its name label (tie).
+func podLives(rec *Recording, clocks map[string]*clock, owners map[string][]labelVersion, tie func(name string, at Stamp) string) []*podLife {
 	byKey := map[string]*podLife{}
 	get := func(cluster, uid string) *podLife {
 		k := cluster + "/" + uid
@@ -69,6 +103,10 @@ func podLives(rec *Recording, clocks map[string]*clock, owners map[string][]labe
 		if e.Obj.Owner != "" {
 			p.Owner = e.Obj.Owner
 		}
+		if e.Obj.PipelineName != "" {
+			p.PipelineName = e.Obj.PipelineName
+		}
+		p.Fenced = p.Fenced || e.Obj.Fenced
 		p.Terminating = p.Terminating || (e.Obj.Deleting && e.Type != Deleted)
 		if e.Obj.Phase != "" && !slices.Contains(p.Phases, e.Obj.Phase) {
 			p.Phases = append(p.Phases, e.Obj.Phase)
@@ -97,7 +135,13 @@ func podLives(rec *Recording, clocks map[string]*clock, owners map[string][]labe
 		c := clocks[p.Cluster]
 		p.Sure = span{c.before(p.cHi), c.after(p.dLo)}
 		p.Maybe = span{c.after(p.cLo), c.before(p.dHi)}
-		out = append(out, splitByOwner(p, owners[p.Owner], c)...)
+		lives := splitByOwner(p, owners[p.Owner], c)
+		for _, l := range lives {
+			if l.Pipeline == "" && l.PipelineName != "" && tie != nil {
+				l.Pipeline = tie(l.PipelineName, l.Maybe.from)
+			}
+		}
+		out = append(out, lives...)
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Sure.from != out[j].Sure.from {
@@ -211,6 +255,13 @@ type pipelineFacts struct {
 	DeleteOp *OpRecord
 	// Excused are members a person confirmed gone, and when.
 	Confirms []confirm
+	// specs are the changes ops made to spec.placement; resolvePlacements turns them and the
+	// inventory into Placements.
+	specs []specChange
+	// Created is when the op that created it began (forever when no op of the history did).
+	Created Stamp
+	// Failover is its failover placement, nil for others.
+	Failover *FailoverSpec
 }
 
 type placementChange struct {
@@ -229,7 +280,7 @@ func pipelines(rec *Recording, hub *clock) map[string]*pipelineFacts {
 	out := map[string]*pipelineFacts{}
 	get := func(uid, name string) *pipelineFacts {
 		if out[uid] == nil {
-			out[uid] = &pipelineFacts{UID: uid, Name: name}
+			out[uid] = &pipelineFacts{UID: uid, Name: name, Created: forever}
 		}
 		return out[uid]
 	}
@@ -257,18 +308,20 @@ func pipelines(rec *Recording, hub *clock) map[string]*pipelineFacts {
 			opFacts(f, o, ref)
 		}
 	}
+	resolvePlacements(rec.Ops, out)
 	return out
 }
 
 // opFacts adds what op o did to pipeline f.
 func opFacts(f *pipelineFacts, o *OpRecord, ref PipelineRef) {
-	at := span{o.Start, o.End}
 	switch o.Op.(type) {
 	case Create, CreateRace:
-		f.Placements = append(f.Placements, placementChange{Op: o.Index, At: at, Members: sortedCopy(ref.Placement)})
+		f.specs = append(f.specs, specChange{Op: o.Index, Clusters: sortedCopy(ref.Placement), Selector: ref.Selector, Create: true})
+		f.Failover = ref.Failover
+		f.Created = min(f.Created, o.Start)
 	case Place:
 		if ref.SpecChanged {
-			f.Placements = append(f.Placements, placementChange{Op: o.Index, At: at, Members: sortedCopy(ref.Placement)})
+			f.specs = append(f.specs, specChange{Op: o.Index, Clusters: sortedCopy(ref.Placement), Selector: ref.Selector})
 		}
 		for _, m := range ref.ConfirmGone {
 			f.Confirms = append(f.Confirms, confirm{Member: m, At: o.End})
@@ -292,4 +345,31 @@ func excused(p *podLife, f *pipelineFacts) bool {
 		}
 	}
 	return false
+}
+
+// pipelineByName ties a pod that no StatefulSet of the recording owns to a pipeline by its name
+// label: the pipeline of that name created last before at (the one whose objects a person copied
+// the labels from), else the first of that name.
+func pipelineByName(pipes map[string]*pipelineFacts) func(name string, at Stamp) string {
+	return func(name string, at Stamp) string {
+		var best, first *pipelineFacts
+		for _, f := range sortedPipes(pipes) {
+			if f.Name != name {
+				continue
+			}
+			if first == nil || f.Created < first.Created {
+				first = f
+			}
+			if f.Created <= at && (best == nil || f.Created > best.Created) {
+				best = f
+			}
+		}
+		switch {
+		case best != nil:
+			return best.UID
+		case first != nil:
+			return first.UID
+		}
+		return ""
+	}
 }

@@ -30,6 +30,29 @@ type Create struct {
 	// RetryMillis: while a pipeline of that name is still being deleted, try again for this
 	// long, as a person or a GitOps tool re-creating it would.
 	RetryMillis int `json:"retryMillis,omitempty"`
+	// Selector places it also on the members whose inventory entry carries SelectorLabel.
+	Selector bool `json:"selector,omitempty"`
+	// Fenced runs its coordinators under the fence (spec.placement.fenced).
+	Fenced bool `json:"fenced,omitempty"`
+	// Failover, when set, makes it a failover placement (fenced) over these candidates, most
+	// preferred first, instead of Placement and Selector.
+	Failover *FailoverSpec `json:"failover,omitempty"`
+}
+
+// FailoverSpec is a failover placement: Candidates in order, then (CandidateSelector) the
+// members labelled SelectorLabel; lost for ThresholdMillis before it moves.
+type FailoverSpec struct {
+	Candidates        []string `json:"candidates,omitempty"`
+	CandidateSelector bool     `json:"candidateSelector,omitempty"`
+	ThresholdMillis   int      `json:"thresholdMillis"`
+}
+
+func (f FailoverSpec) String() string {
+	s := "failover over " + set(f.Candidates)
+	if f.CandidateSelector {
+		s += " then " + SelectorLabel
+	}
+	return s + fmt.Sprintf(" threshold %s", ms(f.ThresholdMillis))
 }
 
 // CreateRace creates two pipelines with one identity at the same instant (two goroutines released
@@ -48,6 +71,9 @@ type Place struct {
 	Name        string   `json:"name"`
 	Placement   []string `json:"placement"`
 	ConfirmGone []string `json:"confirmGone,omitempty"`
+	// Selector sets spec.placement.clusterSelector to SelectorLabel (the union with Placement, as
+	// the hub resolves it); without it the selector is removed.
+	Selector bool `json:"selector,omitempty"`
 }
 
 // Delete deletes pipeline Name (the CR; the hub's finalizer does the rest).
@@ -67,6 +93,19 @@ type Clear struct {
 
 // StopMember kills the member's kube-apiserver (the member stops answering; its pods go on).
 type StopMember struct {
+	Member string `json:"member"`
+}
+
+// Partition cuts the path between the hub and Member only: the hub's connections are refused
+// (or, Hang, accepted and never answered: a member that hangs, as the hub sees it), while the
+// member, its pods and everyone else still reach its API server.
+type Partition struct {
+	Member string `json:"member"`
+	Hang   bool   `json:"hang,omitempty"`
+}
+
+// Reconnect opens the hub's path to Member again (connections frozen by a hang are dropped).
+type Reconnect struct {
 	Member string `json:"member"`
 }
 
@@ -122,6 +161,92 @@ type Hammer struct {
 	Millis int    `json:"millis"`
 }
 
+// Scale sets the replicas of pipeline Name's coordinator StatefulSet in Member through the scale
+// subresource, as `kubectl scale` does: 2 is a second reader, 0 a pipeline stopped without a word.
+type Scale struct {
+	Member   string `json:"member"`
+	Name     string `json:"name"`
+	Replicas int    `json:"replicas"`
+}
+
+// HandPod creates in Member a pod with the coordinator's labels of pipeline Name (`kubectl run`
+// with the labels copied from the running pod): a reader no StatefulSet controls.
+type HandPod struct {
+	Member string `json:"member"`
+	Name   string `json:"name"`
+}
+
+// DeleteSTS deletes pipeline Name's coordinator StatefulSet in Member by hand; Orphan leaves its
+// pods running (`kubectl delete --cascade=orphan`).
+type DeleteSTS struct {
+	Member string `json:"member"`
+	Name   string `json:"name"`
+	Orphan bool   `json:"orphan,omitempty"`
+}
+
+// Edits EditSTS makes.
+const (
+	// EditTemplate changes an annotation of the pod template: a rolling restart.
+	EditTemplate = "template"
+	// EditUnlabel removes the hub's pipeline-UID label, by which the hub finds what to delete.
+	EditUnlabel = "unlabel"
+)
+
+// EditSTS edits pipeline Name's coordinator StatefulSet in Member by hand (Edit: EditTemplate or
+// EditUnlabel).
+type EditSTS struct {
+	Member string `json:"member"`
+	Name   string `json:"name"`
+	Edit   string `json:"edit"`
+}
+
+// Export saves every object the hub wrote for pipeline Name in Member, as a backup or `kubectl get
+// -o yaml` does (server-set fields dropped).
+type Export struct {
+	Member string `json:"member"`
+	Name   string `json:"name"`
+}
+
+// Restore creates in Member what the last Export of Name in From saved (what is there already is
+// left alone): a restore from a backup, or a re-applied export. It refuses an export of an older
+// pipeline of that name (that would be an orphan, which the hub only reports).
+type Restore struct {
+	Member string `json:"member"`
+	Name   string `json:"name"`
+	From   string `json:"from"`
+}
+
+// Label sets (On) or removes SelectorLabel on Member's inventory entry (its kubeconfig Secret on
+// the hub): the member gains or loses the selector placements that match it.
+type Label struct {
+	Member string `json:"member"`
+	On     bool   `json:"on,omitempty"`
+}
+
+// Deregister deletes Member's kubeconfig Secret from the hub (the member leaves the inventory; its
+// pods go on running).
+type Deregister struct {
+	Member string `json:"member"`
+}
+
+// Register creates Member's kubeconfig Secret again, with the labels it had.
+type Register struct {
+	Member string `json:"member"`
+}
+
+// SharedDB is the database Repoint names when members are to read one database.
+const SharedDB = "shared"
+
+// Repoint points the source Secret of the history's namespace in Member at database DB: "" the
+// member's own (db.<member>.example), SharedDB one database every member pointed at it reads.
+type Repoint struct {
+	Member string `json:"member"`
+	DB     string `json:"db,omitempty"`
+}
+
+// editAnnotation is the pod template annotation EditSTS changes.
+const editAnnotation = "chaos.urutau.io/edited"
+
 // Wait pauses the history.
 type Wait struct {
 	Millis int `json:"millis"`
@@ -140,6 +265,15 @@ const (
 	CondNoTombstone = "no-tombstone"
 	// CondGone: the CDCPipeline Name is gone from the hub.
 	CondGone = "gone"
+	// CondOneReader: Name's coordinator StatefulSet in Member asks for one replica, and exactly one
+	// coordinator pod of Name is there, Running: a hand scale, pod or edit was undone.
+	CondOneReader = "one-reader"
+	// CondClean: nothing of Name in Member: no coordinator pod, no object the hub writes that
+	// carries the live pipeline's UID.
+	CondClean = "clean"
+	// CondFailoverOn: the failover placement of Name runs on (or moves to) Member:
+	// status.failover.member.
+	CondFailoverOn = "failover-on"
 )
 
 // Await waits until Cond holds for Name (and Member), or Millis pass. Named cases use it to reach
@@ -162,8 +296,9 @@ type KillHubWhen struct {
 	Millis int    `json:"millis"`
 }
 
-// Heal brings the fleet back: every member API server up, every kubelet running, every foreign
-// finalizer released, hammers stopped, hub 0 running.
+// Heal brings the fleet back: every member API server up, every kubelet running, every member
+// in the inventory (with the labels it had), every foreign finalizer released, hammers stopped,
+// hub 0 running.
 type Heal struct{}
 
 // DeleteAll deletes every pipeline of the history.
@@ -177,6 +312,8 @@ func (Terminate) Kind() string     { return "terminate" }
 func (Clear) Kind() string         { return "clear" }
 func (StopMember) Kind() string    { return "stop-member" }
 func (StartMember) Kind() string   { return "start-member" }
+func (Partition) Kind() string     { return "partition" }
+func (Reconnect) Kind() string     { return "reconnect" }
 func (PauseKubelet) Kind() string  { return "pause-kubelet" }
 func (ResumeKubelet) Kind() string { return "resume-kubelet" }
 func (KillHub) Kind() string       { return "kill-hub" }
@@ -185,6 +322,16 @@ func (Failover) Kind() string      { return "failover" }
 func (Hold) Kind() string          { return "hold" }
 func (Release) Kind() string       { return "release" }
 func (Hammer) Kind() string        { return "hammer" }
+func (Scale) Kind() string         { return "scale" }
+func (HandPod) Kind() string       { return "hand-pod" }
+func (DeleteSTS) Kind() string     { return "delete-sts" }
+func (EditSTS) Kind() string       { return "edit-sts" }
+func (Export) Kind() string        { return "export" }
+func (Restore) Kind() string       { return "restore" }
+func (Label) Kind() string         { return "label" }
+func (Deregister) Kind() string    { return "deregister" }
+func (Register) Kind() string      { return "register" }
+func (Repoint) Kind() string       { return "repoint" }
 func (Wait) Kind() string          { return "wait" }
 func (Await) Kind() string         { return "await" }
 func (KillHubWhen) Kind() string   { return "kill-hub-when" }
@@ -193,6 +340,14 @@ func (DeleteAll) Kind() string     { return "delete-all" }
 
 func (o Create) String() string {
 	s := fmt.Sprintf("create %s identity=%s placement=%s%s", o.Name, o.Identity, set(o.Placement), bypass(o.Bypass))
+	if o.Selector {
+		s += " and selector " + SelectorLabel
+	}
+	if o.Failover != nil {
+		s = fmt.Sprintf("create %s identity=%s %s%s", o.Name, o.Identity, o.Failover, bypass(o.Bypass))
+	} else if o.Fenced {
+		s += " fenced"
+	}
 	if o.RetryMillis > 0 {
 		s += fmt.Sprintf(" (retrying %dms while the old one is deleted)", o.RetryMillis)
 	}
@@ -213,17 +368,28 @@ func (o CreateRace) String() string {
 
 func (o Place) String() string {
 	s := fmt.Sprintf("place %s on %s", o.Name, set(o.Placement))
+	if o.Selector {
+		s += " and selector " + SelectorLabel
+	}
 	if len(o.ConfirmGone) > 0 {
 		s += " confirming gone " + set(o.ConfirmGone)
 	}
 	return s
 }
 
-func (o Delete) String() string        { return "delete " + o.Name }
-func (o Terminate) String() string     { return "terminate " + o.Name }
-func (o Clear) String() string         { return "clear termination of " + o.Name }
-func (o StopMember) String() string    { return "stop API server of " + o.Member }
-func (o StartMember) String() string   { return "start API server of " + o.Member }
+func (o Delete) String() string      { return "delete " + o.Name }
+func (o Terminate) String() string   { return "terminate " + o.Name }
+func (o Clear) String() string       { return "clear termination of " + o.Name }
+func (o StopMember) String() string  { return "stop API server of " + o.Member }
+func (o StartMember) String() string { return "start API server of " + o.Member }
+func (o Reconnect) String() string   { return "reconnect the hub to " + o.Member }
+
+func (o Partition) String() string {
+	if o.Hang {
+		return "partition " + o.Member + " from the hub (its connections hang)"
+	}
+	return "partition " + o.Member + " from the hub (its connections refused)"
+}
 func (o PauseKubelet) String() string  { return "pause kubelet of " + o.Member }
 func (o ResumeKubelet) String() string { return "resume kubelet of " + o.Member }
 func (o KillHub) String() string       { return fmt.Sprintf("SIGKILL hub-%d", o.Hub) }
@@ -246,6 +412,47 @@ func (o Hammer) String() string {
 }
 func (o Wait) String() string { return fmt.Sprintf("wait %dms", o.Millis) }
 
+func (o Scale) String() string {
+	return fmt.Sprintf("kubectl scale the coordinator of %s in %s to %d", o.Name, o.Member, o.Replicas)
+}
+func (o HandPod) String() string {
+	return fmt.Sprintf("a pod made by hand with the coordinator labels of %s in %s", o.Name, o.Member)
+}
+
+func (o DeleteSTS) String() string {
+	cascade := ""
+	if o.Orphan {
+		cascade = " --cascade=orphan"
+	}
+	return fmt.Sprintf("kubectl delete%s the coordinator StatefulSet of %s in %s", cascade, o.Name, o.Member)
+}
+
+func (o EditSTS) String() string {
+	return fmt.Sprintf("edit (%s) the coordinator StatefulSet of %s in %s by hand", o.Edit, o.Name, o.Member)
+}
+func (o Export) String() string {
+	return fmt.Sprintf("export the objects of %s in %s", o.Name, o.Member)
+}
+func (o Restore) String() string {
+	return fmt.Sprintf("restore in %s the export of %s taken in %s", o.Member, o.Name, o.From)
+}
+
+func (o Label) String() string {
+	if o.On {
+		return fmt.Sprintf("label %s's inventory entry %s", o.Member, SelectorLabel)
+	}
+	return fmt.Sprintf("remove %s from %s's inventory entry", SelectorLabel, o.Member)
+}
+func (o Deregister) String() string { return "remove the kubeconfig Secret of " + o.Member }
+func (o Register) String() string   { return "add the kubeconfig Secret of " + o.Member + " again" }
+func (o Repoint) String() string {
+	db := o.DB
+	if db == "" {
+		db = "its own"
+	}
+	return fmt.Sprintf("point the source Secret in %s at %s database", o.Member, db)
+}
+
 func (o Await) String() string {
 	must := ""
 	if o.Required {
@@ -259,7 +466,7 @@ func (o KillHubWhen) String() string {
 }
 
 func (Heal) String() string {
-	return "heal: members up, kubelets running, finalizers released, hub-0 up"
+	return "heal: members up and registered, kubelets running, finalizers released, hub-0 up"
 }
 func (DeleteAll) String() string { return "delete every pipeline" }
 
@@ -278,6 +485,8 @@ func newOp(kind string) (Op, error) {
 		&Create{}, &CreateRace{}, &Place{}, &Delete{}, &Terminate{}, &Clear{}, &StopMember{}, &StartMember{},
 		&PauseKubelet{}, &ResumeKubelet{}, &KillHub{}, &StartHub{}, &Failover{}, &Hold{}, &Release{},
 		&Hammer{}, &Wait{}, &Await{}, &KillHubWhen{}, &Heal{}, &DeleteAll{},
+		&Partition{}, &Reconnect{},
+		&Scale{}, &HandPod{}, &DeleteSTS{}, &EditSTS{}, &Export{}, &Restore{}, &Label{}, &Deregister{}, &Register{}, &Repoint{},
 	} {
 		if o.Kind() == kind {
 			return o, nil
@@ -415,6 +624,37 @@ func deref(o Op) Op {
 	case *DeleteAll:
 		return *v
 	}
+	return derefHands(o)
+}
+
+// derefHands is deref for the ops of people's hands and the inventory.
+func derefHands(o Op) Op {
+	switch v := o.(type) {
+	case *Scale:
+		return *v
+	case *HandPod:
+		return *v
+	case *DeleteSTS:
+		return *v
+	case *EditSTS:
+		return *v
+	case *Export:
+		return *v
+	case *Restore:
+		return *v
+	case *Label:
+		return *v
+	case *Deregister:
+		return *v
+	case *Register:
+		return *v
+	case *Repoint:
+		return *v
+	case *Partition:
+		return *v
+	case *Reconnect:
+		return *v
+	}
 	return o
 }
 
@@ -451,16 +691,34 @@ func LoadHistory(path string) (History, error) {
 }
 
 // Faults counts the fault-injection ops of the history (member, kubelet, hub and finalizer
-// faults, conflicting writers), for the run table.
+// faults, conflicting writers, hands on members, inventory changes and repointed sources), for
+// the run table.
 func (h History) Faults() int {
 	n := 0
 	for _, o := range h.Ops {
-		switch o.(type) {
-		case StopMember, PauseKubelet, KillHub, Failover, Hold, Hammer, KillHubWhen:
+		if isFault(o) {
 			n++
 		}
 	}
 	return n
+}
+
+func isFault(o Op) bool {
+	switch o.(type) {
+	case StopMember, PauseKubelet, KillHub, Failover, Hold, Hammer, KillHubWhen, Partition,
+		Scale, HandPod, DeleteSTS, EditSTS, Restore, Label, Deregister, Repoint:
+		return true
+	}
+	return false
+}
+
+// isHand tells whether o is a person's hand on a member's objects (what the hub must undo).
+func isHand(o Op) bool {
+	switch o.(type) {
+	case Scale, HandPod, DeleteSTS, EditSTS, Restore:
+		return true
+	}
+	return false
 }
 
 // sortedCopy is s sorted, for placements compared as sets.

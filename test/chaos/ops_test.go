@@ -2,19 +2,21 @@ package chaos
 
 import (
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // every op kind, with every field set, so that a round trip proves nothing is lost.
 func everyOp() []Op {
 	return []Op{
-		Create{Name: "p0", Identity: "s0", Placement: []string{"member-a"}, Bypass: true, RetryMillis: 3000},
+		Create{Name: "p0", Identity: "s0", Placement: []string{"member-a"}, Bypass: true, RetryMillis: 3000, Selector: true},
 		CreateRace{Names: []string{"p1", "p2"}, Identity: "s1", Placements: [][]string{{"member-a"}, {"member-b", "member-c"}}, Bypass: true},
-		Place{Name: "p0", Placement: []string{}, ConfirmGone: []string{"member-a"}},
+		Place{Name: "p0", Placement: []string{}, ConfirmGone: []string{"member-a"}, Selector: true},
 		Delete{Name: "p0"}, Terminate{Name: "p1"}, Clear{Name: "p1"},
 		StopMember{Member: "member-b"}, StartMember{Member: "member-b"},
 		PauseKubelet{Member: "member-c"}, ResumeKubelet{Member: "member-c"},
@@ -24,6 +26,15 @@ func everyOp() []Op {
 		Await{Cond: CondRunning, Name: "p0", Member: "member-a", Millis: 1000},
 		KillHubWhen{Cond: CondNoTombstone, Name: "p0", Member: "member-b", Millis: 500},
 		Heal{}, DeleteAll{},
+		Scale{Member: "member-a", Name: "p0", Replicas: 2}, HandPod{Member: "member-b", Name: "p1"},
+		DeleteSTS{Member: "member-a", Name: "p0", Orphan: true}, EditSTS{Member: "member-a", Name: "p0", Edit: EditUnlabel},
+		Export{Member: "member-a", Name: "p0"}, Restore{Member: "member-c", Name: "p0", From: "member-a"},
+		Label{Member: "member-b", On: true}, Deregister{Member: "member-c"}, Register{Member: "member-c"},
+		Repoint{Member: "member-a", DB: SharedDB},
+		Create{Name: "p3", Identity: "s1", Failover: &FailoverSpec{Candidates: []string{"member-b", "member-a"}, CandidateSelector: true, ThresholdMillis: 12000}},
+		Create{Name: "p2", Identity: "s0", Placement: []string{"member-c"}, Fenced: true},
+		Partition{Member: "member-a", Hang: true}, Reconnect{Member: "member-a"},
+		Await{Cond: CondFailoverOn, Name: "p3", Member: "member-b", Millis: 1000, Required: true},
 	}
 }
 
@@ -46,7 +57,8 @@ func TestHistoryJSONRoundTrip(t *testing.T) {
 	}
 	for _, k := range []string{"create", "create-race", "place", "delete", "terminate", "clear", "stop-member", "start-member",
 		"pause-kubelet", "resume-kubelet", "kill-hub", "start-hub", "failover", "hold", "release", "hammer", "wait", "await",
-		"kill-hub-when", "heal", "delete-all"} {
+		"kill-hub-when", "heal", "delete-all", "scale", "hand-pod", "delete-sts", "edit-sts", "export", "restore", "label",
+		"deregister", "register", "repoint", "partition", "reconnect"} {
 		if !kinds[k] {
 			t.Errorf("op kind %q is not in the round trip", k)
 		}
@@ -125,14 +137,53 @@ func wellFormed(o Op) string {
 		return names(o.Name) + members(o.Placement...) + members(o.ConfirmGone...)
 	case StopMember:
 		return members(o.Member)
-	case Hold:
+	case Hold, Scale, HandPod, DeleteSTS, Export:
+		return handWellFormed(o, names, members)
+	case EditSTS:
+		if o.Edit != EditTemplate && o.Edit != EditUnlabel {
+			return "unknown edit " + o.Edit
+		}
 		return names(o.Name) + members(o.Member)
+	case Restore:
+		return names(o.Name) + members(o.Member, o.From)
+	case Label:
+		return members(o.Member)
+	case Deregister:
+		return members(o.Member)
+	case Register:
+		return members(o.Member)
+	case Repoint:
+		if o.DB != "" && o.DB != SharedDB {
+			return "unknown database " + o.DB
+		}
+		return members(o.Member)
 	case KillHub:
 		if o.Hub != 0 && o.Hub != 1 {
 			return "no such hub"
 		}
 	}
 	return ""
+}
+
+// handWellFormed checks the ops that name one pipeline in one member.
+func handWellFormed(o Op, names, members func(...string) string) string {
+	var name, member string
+	switch o := o.(type) {
+	case Hold:
+		name, member = o.Name, o.Member
+	case Scale:
+		if o.Replicas != 0 && o.Replicas != 2 {
+			return "a hand scale is to 0 or 2"
+		}
+		name, member = o.Name, o.Member
+	case HandPod:
+		name, member = o.Name, o.Member
+	case DeleteSTS:
+		name, member = o.Name, o.Member
+	case Export:
+		name, member = o.Name, o.Member
+	}
+	return names(name) + members(member)
 }
 
 func mustJSON(t *testing.T, v any) string {
@@ -155,10 +206,36 @@ func TestGenerateCoversTheFaults(t *testing.T) {
 			if c, ok := o.(Create); ok && c.Bypass {
 				kinds["create+bypass"]++
 			}
+			if c, ok := o.(Create); ok && c.Selector {
+				kinds["create+selector"]++
+			}
+			if p, ok := o.(Place); ok && p.Selector {
+				kinds["place+selector"]++
+			}
+			if s, ok := o.(Scale); ok {
+				kinds[fmt.Sprintf("scale+%d", s.Replicas)]++
+			}
+			if d, ok := o.(DeleteSTS); ok && d.Orphan {
+				kinds["delete-sts+orphan"]++
+			}
+			if e, ok := o.(EditSTS); ok {
+				kinds["edit-sts+"+e.Edit]++
+			}
+			if r, ok := o.(Restore); ok && r.Member != r.From {
+				kinds["restore+elsewhere"]++
+			}
+			if r, ok := o.(Repoint); ok {
+				kinds["repoint+"+r.DB]++
+			}
+			failoverKinds(o, kinds)
 		}
 	}
 	for _, k := range []string{"create", "create-race", "place", "place+confirm", "delete", "terminate", "clear", "stop-member",
-		"start-member", "pause-kubelet", "resume-kubelet", "kill-hub", "start-hub", "failover", "hold", "release", "hammer", "create+bypass"} {
+		"start-member", "pause-kubelet", "resume-kubelet", "kill-hub", "start-hub", "failover", "hold", "release", "hammer", "create+bypass",
+		"create+selector", "place+selector", "scale+0", "scale+2", "hand-pod", "delete-sts", "delete-sts+orphan", "edit-sts+template",
+		"edit-sts+unlabel", "export", "restore", "restore+elsewhere", "label", "deregister", "register", "repoint+shared", "repoint+",
+		"create+failover", "create+failover+3", "create+failover+selector", "create+fenced", "partition", "partition+hang", "reconnect",
+		"wait+failover"} {
 		if kinds[k] == 0 {
 			t.Errorf("200 seeds never generate %s (%v)", k, kinds)
 		}
@@ -182,5 +259,32 @@ func TestIdentityOf(t *testing.T) {
 	}
 	if serverID(3, "s0") == serverID(4, "s0") || serverID(3, "s0") == serverID(3, "s1") {
 		t.Fatal("serverIDs collide across histories or identities")
+	}
+}
+
+// failoverKinds counts the failover variants of o.
+func failoverKinds(o Op, kinds map[string]int) {
+	switch o := o.(type) {
+	case Create:
+		switch {
+		case o.Failover != nil:
+			kinds["create+failover"]++
+			if len(o.Failover.Candidates) == 3 {
+				kinds["create+failover+3"]++
+			}
+			if o.Failover.CandidateSelector {
+				kinds["create+failover+selector"]++
+			}
+		case o.Fenced:
+			kinds["create+fenced"]++
+		}
+	case Partition:
+		if o.Hang {
+			kinds["partition+hang"]++
+		}
+	case Wait:
+		if o.Millis >= int((10*time.Second+fenceTTL+fenceGrace+fenceMargin+failoverSlack)/time.Millisecond) {
+			kinds["wait+failover"]++
+		}
 	}
 }

@@ -34,6 +34,20 @@ type Bounds struct {
 	MemberTimeout  time.Duration
 	// DeleteSlack is I4's bound beyond the grace (docs/reliability.md derives it).
 	DeleteSlack time.Duration
+	// StopBound is I5's: a hand-made reader, or one in a member its placement left, is gone
+	// within it (the time the hub cannot act there not counted).
+	StopBound time.Duration
+	// RepointBound is how long two readers of one pipeline may share a database from the moment
+	// a repointed Secret made them share it.
+	RepointBound time.Duration
+	// MemberRecover is how long after a member answers or joins again the hub may take to act
+	// there.
+	MemberRecover time.Duration
+	// FenceTTL, FenceGrace and FenceMargin are the hub's fence settings: a fenced reader runs
+	// until FenceTTL+FenceGrace after the last renewal it could see.
+	FenceTTL, FenceGrace, FenceMargin time.Duration
+	// FailoverSlack is I6's bound beyond a failover placement's threshold and the fence's bound.
+	FailoverSlack time.Duration
 }
 
 // OpRecord is one executed op with when it ran and what it did.
@@ -50,6 +64,10 @@ type OpRecord struct {
 	Pipelines []PipelineRef
 	// HubsBefore and HubsAfter are the hub processes running around the op.
 	HubsBefore, HubsAfter [2]bool
+	// Touched are the UIDs of the member objects a hand op created or wrote (a pod made by hand,
+	// a restored object, the StatefulSet scaled, edited or deleted): those writes are a person's,
+	// not the hub's.
+	Touched []string
 }
 
 // PipelineRef is a pipeline an op touched.
@@ -64,6 +82,11 @@ type PipelineRef struct {
 	SpecChanged bool
 	// ConfirmGone is the confirm-cluster-gone list this op wrote.
 	ConfirmGone []string
+	// Selector: spec.placement.clusterSelector selects SelectorLabel.
+	Selector bool `json:",omitempty"`
+	// Fenced: spec.placement.fenced; Failover: its failover placement.
+	Fenced   bool          `json:",omitempty"`
+	Failover *FailoverSpec `json:",omitempty"`
 }
 
 // Sample is one poll of a cluster: a consistent list of Kind sent at Start, answered at End, at
@@ -111,15 +134,22 @@ type ObjInfo struct {
 	// PipelineUID is the urutau.io/hub-pipeline-uid label (member objects).
 	PipelineUID string
 	// Owner is the UID of the first owner reference (a pod's StatefulSet).
-	Owner    string
-	Deleting bool
+	Owner string
+	// PipelineName is a pod's urutau.io/pipeline label: the pipeline's name, which ties a pod no
+	// StatefulSet owns to it.
+	PipelineName string `json:",omitempty"`
+	Deleting     bool
 	// Phase of a pod.
 	Phase string
 	// Sig digests what a write by the hub changes (content and the hub's managed fields).
 	Sig string
 	// Pipeline is set for CDCPipelines.
 	Pipeline *PipelineInfo
-	// Holder and Entries of a reader lease.
+	// Fenced: a pod whose coordinator runs under the fence.
+	Fenced bool `json:",omitempty"`
+	// Renew is a fence Lease's renewTime, as a token (never read as a time).
+	Renew string `json:",omitempty"`
+	// Holder and Entries of a reader lease; Holder of a fence Lease is its holderIdentity.
 	Holder  string
 	Entries []LeaseEntry
 	// Mentions are the string values of a reader lease (to find the pipeline UIDs it names).
@@ -142,6 +172,8 @@ type PipelineInfo struct {
 	Terminated     bool
 	TermGeneration int64
 	Inventory      []string
+	// FailoverMember is status.failover.member: where a failover placement runs or moves to.
+	FailoverMember string `json:",omitempty"`
 }
 
 // Final is the state of the fleet once the history settled.
@@ -169,6 +201,7 @@ type opRecordJSON struct {
 	Err                   string `json:",omitempty"`
 	Pipelines             []PipelineRef
 	HubsBefore, HubsAfter [2]bool
+	Touched               []string `json:",omitempty"`
 }
 
 // MarshalJSON writes the op as histories do.
@@ -177,7 +210,7 @@ func (o OpRecord) MarshalJSON() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return json.Marshal(opRecordJSON{o.Index, op, o.Start, o.End, o.Err, o.Pipelines, o.HubsBefore, o.HubsAfter})
+	return json.Marshal(opRecordJSON{o.Index, op, o.Start, o.End, o.Err, o.Pipelines, o.HubsBefore, o.HubsAfter, o.Touched})
 }
 
 // UnmarshalJSON reads what MarshalJSON writes.
@@ -191,7 +224,7 @@ func (o *OpRecord) UnmarshalJSON(raw []byte) error {
 		return err
 	}
 	*o = OpRecord{Index: in.Index, Op: h.Ops[0], Start: in.Start, End: in.End, Err: in.Err, Pipelines: in.Pipelines,
-		HubsBefore: in.HubsBefore, HubsAfter: in.HubsAfter}
+		HubsBefore: in.HubsBefore, HubsAfter: in.HubsAfter, Touched: in.Touched}
 	return nil
 }
 

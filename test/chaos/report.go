@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"time"
 )
@@ -23,13 +24,14 @@ func Report(rec *Recording, res Result) string {
 	}
 	fmt.Fprintf(&b, "history %s in namespace %s: %d ops, %d faults, %s\n", rec.History.Name, rec.Namespace,
 		len(rec.History.Ops), rec.History.Faults(), verdict)
-	fmt.Fprintf(&b, "checked: %d coordinator pods, %d stop-before-start waits, %d terminal windows, %d hub writes to members, %d deletions\n",
-		res.Seen.Pods, res.Seen.Waits, res.Seen.TerminalWindows, res.Seen.HubWrites, res.Seen.Deletions)
+	fmt.Fprintf(&b, "checked: %d coordinator pods (%d made by hand), %d stop-before-start waits, %d departures, %d terminal windows, %d hub writes to members, %d deletions\n",
+		res.Seen.Pods, res.Seen.HandReaders, res.Seen.Waits, res.Seen.Departures, res.Seen.TerminalWindows, res.Seen.HubWrites, res.Seen.Deletions)
+	fmt.Fprintf(&b, "fenced: %d reader stretches cut by the simulated fence, %d failover windows judged (I6)\n", res.Seen.FencedReaders, res.Seen.FailoverWindows)
 	for _, v := range res.Violations {
 		b.WriteString(v.String())
 	}
 	if len(res.Notes) > 0 {
-		fmt.Fprintf(&b, "%d possible overlap(s) the observations do not prove (not violations):\n", len(res.Notes))
+		fmt.Fprintf(&b, "%d note(s), not violations (possible overlaps the observations do not prove, failovers seen, fenced readers):\n", len(res.Notes))
 		for i, n := range res.Notes {
 			if i == maxNotes {
 				fmt.Fprintf(&b, "    ... %d more\n", len(res.Notes)-maxNotes)
@@ -85,16 +87,27 @@ type Tally struct {
 	Violations, Broken map[string]int
 	Failed             []string
 	Took               time.Duration
+	// Kinds counts the ops of each kind the histories drew (waits left out).
+	Kinds map[string]int
+	// FencedReaders and FailoverWindows add up what the histories' checks saw (Seen).
+	FencedReaders, FailoverWindows int
 }
 
 // Add counts one checked history.
 func (t *Tally) Add(rec *Recording, res Result) {
 	if t.Violations == nil {
-		t.Violations, t.Broken = map[string]int{}, map[string]int{}
+		t.Violations, t.Broken, t.Kinds = map[string]int{}, map[string]int{}, map[string]int{}
+	}
+	for _, o := range rec.History.Ops {
+		if _, wait := o.(Wait); !wait {
+			t.Kinds[o.Kind()]++
+		}
 	}
 	t.Histories++
 	t.Ops += len(rec.History.Ops)
 	t.Faults += rec.History.Faults()
+	t.FencedReaders += res.Seen.FencedReaders
+	t.FailoverWindows += res.Seen.FailoverWindows
 	for inv, n := range res.Counts() {
 		t.Violations[inv] += n
 		t.Broken[inv]++
@@ -116,5 +129,26 @@ func (t Tally) Table() string {
 	if len(t.Failed) > 0 {
 		fmt.Fprintf(&b, "\nhistories with violations: %s\n", strings.Join(t.Failed, ", "))
 	}
+	fmt.Fprintf(&b, "\nfenced reader stretches cut by the simulated fence: %d; failover windows judged (I6): %d\n", t.FencedReaders, t.FailoverWindows)
+	fmt.Fprintf(&b, "\nops by kind (waits left out): %s\n", kindsString(t.Kinds))
 	return b.String()
+}
+
+// kindsString lists op counts by kind, most drawn first.
+func kindsString(kinds map[string]int) string {
+	var ks []string
+	for k := range kinds {
+		ks = append(ks, k)
+	}
+	sort.Slice(ks, func(i, j int) bool {
+		if kinds[ks[i]] != kinds[ks[j]] {
+			return kinds[ks[i]] > kinds[ks[j]]
+		}
+		return ks[i] < ks[j]
+	})
+	var parts []string
+	for _, k := range ks {
+		parts = append(parts, fmt.Sprintf("%s %d", k, kinds[k]))
+	}
+	return strings.Join(parts, ", ")
 }

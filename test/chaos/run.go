@@ -12,8 +12,13 @@ import (
 )
 
 // settleTimeout bounds how long a history waits, once its ops are done, for the fleet to clean
-// up: the tombstone grace, two retries of a member that came back, and a margin.
-const settleTimeout = tombstoneGrace + 2*retryInterval + 20*time.Second
+// up: the tombstone grace, the late-write fence (a member a hub write got no answer from counts
+// as holding for 70 s: fleet's memberWriteLanding), two retries of a member that came back, and
+// a margin.
+const settleTimeout = tombstoneGrace + lateWriteFence + 2*retryInterval + 20*time.Second
+
+// lateWriteFence is fleet's memberWriteLanding.
+const lateWriteFence = 70 * time.Second
 
 // Run plays history h (numbered n: its namespace and serverIds) on the fleet and returns what
 // was recorded; Check judges it.
@@ -35,7 +40,7 @@ func (f *Fleet) Run(ctx context.Context, h History, n int) (*Recording, error) {
 	defer func() { stop(); w.wait() }()
 	time.Sleep(time.Second) // every stream listed once
 
-	x := &executor{env: e, ns: ns, n: n, rec: rec}
+	x := &executor{env: e, ns: ns, n: n, rec: rec, exports: map[string]exportedSet{}}
 	x.run(ctx, h)
 	start := rec.now()
 	if x.settle(ctx, settleTimeout) {

@@ -3,6 +3,7 @@ package chaos
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -36,7 +37,23 @@ const (
 	hammerAnnotation = "chaos.urutau.io/hammer"
 	// fieldOwner is the field manager of the suite's own writes.
 	fieldOwner = "urutau-chaos"
+	// SelectorLabel is the inventory label selector placements (Create/Place Selector) match,
+	// set and removed by Label: key=value.
+	SelectorLabel = selectorKey + "=" + selectorValue
+	selectorKey   = "chaos.urutau.io/selected"
+	selectorValue = "true"
 )
+
+// sourceURI is the source Secret's uri in member when it reads db ("" its own database,
+// SharedDB the one every member pointed at it shares): host, port and database are what the hub
+// compares (internal/sourcedb); the host is a global name, so one name is one database
+// whichever member reads it.
+func sourceURI(member, db string) string {
+	if db == "" {
+		db = member
+	}
+	return "mysql://chaos@db." + db + ".example:3306/shop"
+}
 
 // serverID is the MySQL serverId of abstract identity id in the history numbered n: unique
 // across histories of one run, so a history that leaves something behind cannot collide with
@@ -77,7 +94,7 @@ func inlineDefinition(name, serverID string) []byte {
 }
 
 // newPipeline is the CDCPipeline a Create op submits.
-func newPipeline(ns, name, serverID string, placement []string, bypass bool) *urutauv1alpha1.CDCPipeline {
+func newPipeline(ns, name, serverID string, placement []string, selector, bypass bool) *urutauv1alpha1.CDCPipeline {
 	p := &urutauv1alpha1.CDCPipeline{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: urutauv1alpha1.CDCPipelineSpec{
@@ -88,10 +105,27 @@ func newPipeline(ns, name, serverID string, placement []string, bypass bool) *ur
 			Placement: urutauv1alpha1.Placement{Clusters: sortedCopy(placement)},
 		},
 	}
+	if selector {
+		p.Spec.Placement.ClusterSelector = &metav1.LabelSelector{MatchLabels: map[string]string{selectorKey: selectorValue}}
+	}
 	if bypass {
 		p.Labels = map[string]string{bypassLabel: "true"}
 	}
 	return p
+}
+
+// withFence makes p's placement fenced, or a failover placement, as o asks.
+func withFence(p *urutauv1alpha1.CDCPipeline, o Create) {
+	p.Spec.Placement.Fenced = o.Fenced
+	if o.Failover == nil {
+		return
+	}
+	fo := &urutauv1alpha1.FailoverPlacement{Candidates: slices.Clone(o.Failover.Candidates),
+		Threshold: &metav1.Duration{Duration: ms(o.Failover.ThresholdMillis)}}
+	if o.Failover.CandidateSelector {
+		fo.CandidateSelector = &metav1.LabelSelector{MatchLabels: map[string]string{selectorKey: selectorValue}}
+	}
+	p.Spec.Placement = urutauv1alpha1.Placement{Fenced: true, Failover: fo}
 }
 
 // identityOf is the source identity of a pipeline's inline definition as the checker compares

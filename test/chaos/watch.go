@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
+	"github.com/urutau-io/fleet/internal/coordinator"
 	"github.com/urutau-io/fleet/internal/fleet"
 )
 
@@ -29,6 +30,8 @@ const (
 	kindPods      = "pods"
 	kindPipelines = "cdcpipelines"
 	kindLeases    = "readerleases"
+	// kindFences are the fence Leases the hub renews in members for fenced placements.
+	kindFences = "fenceleases"
 )
 
 // hubCluster names the hub in samples and events.
@@ -61,13 +64,15 @@ var (
 	podsGVR      = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
 	pipelinesGVR = urutauv1alpha1.GroupVersion.WithResource("cdcpipelines")
 	leasesGVR    = urutauv1alpha1.GroupVersion.WithResource("readerleases")
+	fencesGVR    = schema.GroupVersionResource{Group: "coordination.k8s.io", Version: "v1", Resource: "leases"}
 )
 
 // coordinatorSelector selects coordinator pods: what reads a source is a pod.
 const coordinatorSelector = urutauv1alpha1.LabelApp + "=urutau-coordinator"
 
 func memberStreams(ns string) []stream {
-	out := []stream{{kind: kindPods, gvr: podsGVR, ns: ns, selector: coordinatorSelector}}
+	out := []stream{{kind: kindPods, gvr: podsGVR, ns: ns, selector: coordinatorSelector},
+		{kind: kindFences, gvr: fencesGVR, ns: ns, selector: urutauv1alpha1.LabelHubPipelineUID}}
 	for _, k := range sortedKinds() {
 		out = append(out, stream{kind: k, gvr: memberObjectKinds[k], ns: ns, selector: urutauv1alpha1.LabelHubPipelineUID})
 	}
@@ -357,6 +362,11 @@ func infoOf(kind string, u *unstructured.Unstructured) ObjInfo {
 	switch {
 	case kind == kindPods:
 		info.Phase, _, _ = unstructured.NestedString(u.Object, "status", "phase")
+		info.PipelineName = u.GetLabels()[urutauv1alpha1.LabelPipeline]
+		info.Fenced = podFenced(u)
+	case kind == kindFences:
+		info.Holder, _, _ = unstructured.NestedString(u.Object, "spec", "holderIdentity")
+		info.Renew, _, _ = unstructured.NestedString(u.Object, "spec", "renewTime")
 	case isMemberObject(kind):
 		info.Sig = hubSig(u)
 	case kind == kindPipelines:
@@ -368,6 +378,18 @@ func infoOf(kind string, u *unstructured.Unstructured) ObjInfo {
 		}
 	}
 	return info
+}
+
+// podFenced tells whether a pod runs its first container under the fence: the fence's command
+// before urutau's, as the hub renders a fenced coordinator.
+func podFenced(u *unstructured.Unstructured) bool {
+	cs, _, _ := unstructured.NestedSlice(u.Object, "spec", "containers")
+	if len(cs) == 0 {
+		return false
+	}
+	c, _ := cs[0].(map[string]any)
+	cmd, _, _ := unstructured.NestedStringSlice(c, "command")
+	return len(cmd) > 0 && cmd[0] == coordinator.FenceBinary
 }
 
 // leaseEntries reads a reader lease's holder UID and member entries.
@@ -412,6 +434,7 @@ func hubSig(u *unstructured.Unstructured) string {
 
 func pipelineInfo(u *unstructured.Unstructured) *PipelineInfo {
 	p := &PipelineInfo{Generation: u.GetGeneration(), ConfirmGone: u.GetAnnotations()[urutauv1alpha1.AnnotationConfirmGone]}
+	p.FailoverMember, _, _ = unstructured.NestedString(u.Object, "status", "failover", "member")
 	p.Placement, _, _ = unstructured.NestedStringSlice(u.Object, "spec", "placement", "clusters")
 	if inline, ok, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "definition", "inline"); ok {
 		if raw, err := json.Marshal(inline); err == nil {

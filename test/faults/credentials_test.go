@@ -2,6 +2,7 @@ package faults
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -23,8 +24,9 @@ import (
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
 	"github.com/urutau-io/fleet/internal/credentials"
-	"github.com/urutau-io/fleet/internal/fleet/inventory"
+	"github.com/urutau-io/fleet/internal/inventory"
 	"github.com/urutau-io/fleet/internal/localfleet"
+	"github.com/urutau-io/fleet/internal/tenancy"
 )
 
 const nsCredentials = "faults-credentials"
@@ -43,7 +45,7 @@ var _ = Describe("hostile member credentials", Ordered, func() {
 	It("refuses each one with its reason, writes nothing through it, and keeps serving the other members", func(ctx SpecContext) {
 		for _, c := range []client.Client{hub, members[memberA], members[memberB]} {
 			Expect(client.IgnoreAlreadyExists(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: nsCredentials,
-				Labels: map[string]string{urutauv1alpha1.LabelFleetManaged: "true"}}}))).To(Succeed())
+				Labels: map[string]string{urutauv1alpha1.LabelFleetManaged: "true", tenancy.LabelPodSecurityEnforce: tenancy.PodSecurityRestricted}}}))).To(Succeed())
 		}
 		for _, m := range []string{memberA, memberB} {
 			Expect(ensureSourceSecret(ctx, members[m], nsCredentials, m)).To(Succeed())
@@ -58,12 +60,16 @@ var _ = Describe("hostile member credentials", Ordered, func() {
 		Expect(keyFile).NotTo(BeEmpty(), "kwokctl's kubeconfig no longer names a client-key file")
 		Expect(caFile).NotTo(BeEmpty(), "kwokctl's kubeconfig no longer names a certificate-authority file")
 		tokenFile := filepath.Join(work, "admin-token")
+		// planted is a credential a hostile kubeconfig carries where a careless message would echo
+		// it (a password in the server URL, an exec argument): tenants read the pipeline's status
+		// and Events, so it must never show there.
+		planted := fmt.Sprintf("planted-%d", time.Now().UnixNano())
 		Expect(os.WriteFile(tokenFile, []byte(adminToken(ctx, memberA)), 0o600)).To(Succeed())
 
 		attacks := []attack{
 			{"evil-exec", credentials.ReasonExec, func(_ *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) {
 				u.Exec = &clientcmdapi.ExecConfig{APIVersion: "client.authentication.k8s.io/v1", Command: "/bin/sh",
-					Args: []string{"-c", "touch " + marker + "; exit 1"}, InteractiveMode: clientcmdapi.NeverExecInteractiveMode}
+					Args: []string{"-c", "touch " + marker + "; exit 1", "--token=" + planted}, InteractiveMode: clientcmdapi.NeverExecInteractiveMode}
 			}},
 			{"evil-token-file", credentials.ReasonFilePath, func(_ *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) {
 				u.ClientCertificateData, u.ClientKeyData, u.TokenFile = nil, nil, tokenFile
@@ -82,6 +88,9 @@ var _ = Describe("hostile member credentials", Ordered, func() {
 			}},
 			{"evil-insecure", credentials.ReasonInsecureTLS, func(c *clientcmdapi.Cluster, _ *clientcmdapi.AuthInfo) {
 				c.CertificateAuthorityData, c.InsecureSkipTLSVerify = nil, true
+			}},
+			{"evil-userinfo", credentials.ReasonNotHTTPS, func(c *clientcmdapi.Cluster, _ *clientcmdapi.AuthInfo) {
+				c.Server = strings.Replace(c.Server, "https://", "https://faults:"+planted+"@", 1)
 			}},
 			{"evil-http", credentials.ReasonNotHTTPS, func(c *clientcmdapi.Cluster, _ *clientcmdapi.AuthInfo) {
 				c.Server = strings.Replace(c.Server, "https://", "http://", 1)
@@ -120,6 +129,12 @@ var _ = Describe("hostile member credentials", Ordered, func() {
 				g.Expect(ok).To(BeTrue(), "no status for %s", a.name)
 				g.Expect(cs.Phase).NotTo(BeElementOf(urutauv1alpha1.ClusterApplied, urutauv1alpha1.ClusterReady), "%s", a.name)
 				g.Expect(cs.Message).To(ContainSubstring(`"` + a.name + `"`))
+				g.Expect(cs.Message).NotTo(ContainSubstring(planted), "%s: a member credential in the pipeline's status", a.name)
+			}
+			var seen eventsv1.EventList
+			g.Expect(hub.List(ctx, &seen, client.InNamespace(nsCredentials))).To(Succeed())
+			for _, e := range append(list.Items, seen.Items...) {
+				g.Expect(e.Note).NotTo(ContainSubstring(planted), "a member credential in Event %s/%s (%s)", e.Namespace, e.Name, e.Reason)
 			}
 		}).WithContext(ctx).WithTimeout(60 * time.Second).WithPolling(time.Second).Should(Succeed())
 		got := &urutauv1alpha1.CDCPipeline{}

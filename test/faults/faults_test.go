@@ -404,8 +404,8 @@ var _ = Describe("the hub under faults", Ordered, func() {
 			"../../config/spoke/cluster_role.yaml", "../../config/spoke/components/cluster-watch/cluster_watch.yaml")).To(Succeed())
 		// config/spoke/pipeline-namespace, in the spec's namespace.
 		binding := &rbacv1.RoleBinding{
-			ObjectMeta: metav1.ObjectMeta{Namespace: nsRBAC, Name: "urutau-fleet-hub"},
-			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "urutau-fleet-hub"},
+			ObjectMeta: metav1.ObjectMeta{Namespace: nsRBAC, Name: "urutau-fleet-member"},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "urutau-fleet-member"},
 			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "urutau-fleet-hub", Namespace: "urutau-fleet-system"}},
 		}
 		Expect(mb.Create(ctx, binding)).To(Succeed())

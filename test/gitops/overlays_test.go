@@ -167,8 +167,9 @@ func buildOverlays(t *testing.T) []builtOverlay {
 		}
 		t.Run("build/"+o.dir, func(t *testing.T) {
 			o.want(t, p, in)
+			// Each overlay names its pipeline after its CDCPipeline, as the hub requires.
+			expect(t, "pipeline", in.Pipeline, p.Name)
 			// What no overlay changes stays as in base.
-			expect(t, "pipeline", in.Pipeline, "orders")
 			expect(t, "tables", in.Tables, base.Tables)
 			expect(t, "secrets", p.Spec.Secrets, urutauv1alpha1.Secrets{Source: "orders-mysql", Catalog: "lake-catalog"})
 		})

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -11,6 +13,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"helm.sh/helm/v4/pkg/chart/v2/lint"
 	"helm.sh/helm/v4/pkg/chart/v2/lint/support"
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
+	chartv2util "helm.sh/helm/v4/pkg/chart/v2/util"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -220,6 +224,56 @@ func TestChartRefusesBadValues(t *testing.T) {
 		_, err := release.RenderChart(chartDir, "urutau-fleet", "urutau-system", tc.values)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("values %v: want an error naming %s, got %v", tc.values, tc.want, err)
+		}
+	}
+}
+
+// TestChartAsSubchart renders the chart as a dependency of a parent chart that sets global values,
+// as an umbrella chart does: Helm hands the subchart the parent's `global`, which its
+// values.schema.json must accept.
+func TestChartAsSubchart(t *testing.T) {
+	parent := t.TempDir()
+	mustDo(t, os.WriteFile(filepath.Join(parent, "Chart.yaml"), []byte(`apiVersion: v2
+name: platform
+version: 1.0.0
+dependencies:
+  - name: urutau-fleet
+    version: ">=0.0.0-0"
+`), 0o644))
+	mustDo(t, os.CopyFS(filepath.Join(parent, "charts", "urutau-fleet"), os.DirFS(chartDir)))
+	values := map[string]any{
+		"global":       map[string]any{"imageRegistry": "registry.example", "storageClass": "fast"},
+		"urutau-fleet": map[string]any{"replicaCount": 3},
+	}
+	objs, err := release.RenderChart(parent, "platform", "urutau-system", values)
+	if err != nil {
+		t.Fatalf("the chart as a subchart with global values: %v", err)
+	}
+	var replicas any
+	for _, o := range objs {
+		if o.GetKind() == "Deployment" {
+			replicas, _, _ = unstructured.NestedFieldNoCopy(o.Object, "spec", "replicas")
+		}
+	}
+	if fmt.Sprint(replicas) != "3" {
+		t.Errorf("the parent's value for the subchart did not reach it: the hub Deployment has %v replicas, want 3", replicas)
+	}
+	values["urutau-fleet"] = map[string]any{"replicaCount": 0}
+	if _, err := release.RenderChart(parent, "platform", "urutau-system", values); err == nil || !strings.Contains(err.Error(), "replicaCount") {
+		t.Errorf("as a subchart, the schema still refuses replicaCount 0: got %v", err)
+	}
+}
+
+// TestChartKubeVersion: Helm installs the chart on the Kubernetes versions docs/install.md
+// supports, the one the tests run included, and refuses those older than the CRDs need.
+func TestChartKubeVersion(t *testing.T) {
+	chrt, err := loader.Load(chartDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for v, want := range map[string]bool{"v1.37.2": true, "v1.35.0": true, "v1.29.0": true, "v1.28.9": false, "v1.38.0-alpha.1": true} {
+		if got := chartv2util.IsCompatibleRange(chrt.Metadata.KubeVersion, v); got != want {
+			t.Errorf("kubeVersion %q on Kubernetes %s: installable %v, want %v", chrt.Metadata.KubeVersion, v, got, want)
 		}
 	}
 }

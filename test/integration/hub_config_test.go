@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -133,4 +135,34 @@ func rank(o *unstructured.Unstructured) int {
 		return 1
 	}
 	return 2
+}
+
+// TestMonitoringScrapeIdentity installs config/hub and config/monitoring (but the Prometheus
+// Operator's kinds, which no test API server serves) on a real API server: the ServiceAccount
+// whose token the ServiceMonitor sends may get /metrics, and nothing else of the hub's.
+func TestMonitoringScrapeIdentity(t *testing.T) {
+	c := startOne(t)
+	applyAll(t, c.Client, append(kustomizeBuild(t, "../../config/hub/self-signed"), kustomizeBuild(t, "../../config/monitoring")...))
+	user := "system:serviceaccount:urutau-system:urutau-fleet-metrics-scraper"
+	may := func(attrs authorizationv1.SubjectAccessReviewSpec) bool {
+		attrs.User, attrs.Groups = user, []string{"system:serviceaccounts", "system:authenticated"}
+		r := &authorizationv1.SubjectAccessReview{Spec: attrs}
+		mustDo(t, c.Client.Create(t.Context(), r))
+		return r.Status.Allowed
+	}
+	metrics := authorizationv1.SubjectAccessReviewSpec{NonResourceAttributes: &authorizationv1.NonResourceAttributes{Path: "/metrics", Verb: "get"}}
+	waitFor(t, 15*time.Second, "the scraper's binding", func() error {
+		if !may(metrics) {
+			return fmt.Errorf("%s may not get /metrics", user)
+		}
+		return nil
+	})
+	for _, a := range []authorizationv1.ResourceAttributes{
+		{Verb: "get", Resource: "secrets", Namespace: "urutau-system", Name: "urutau-fleet-webhook-cert"},
+		{Verb: "list", Group: "urutau.io", Resource: "cdcpipelines"},
+	} {
+		if may(authorizationv1.SubjectAccessReviewSpec{ResourceAttributes: &a}) {
+			t.Errorf("the metrics scraper may %s %s", a.Verb, a.Resource)
+		}
+	}
 }

@@ -37,9 +37,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
-	"github.com/urutau-io/fleet/internal/fleet/inventory"
-	"github.com/urutau-io/fleet/internal/fleet/inventory/clusterprofile"
-	"github.com/urutau-io/fleet/internal/fleet/inventory/inventorytest"
+	"github.com/urutau-io/fleet/internal/inventory"
+	"github.com/urutau-io/fleet/internal/inventory/clusterprofile"
+	"github.com/urutau-io/fleet/internal/inventory/inventorytest"
+	"github.com/urutau-io/fleet/internal/tenancy"
 	"github.com/urutau-io/fleet/internal/testenv"
 )
 
@@ -277,7 +278,7 @@ func prepareFleet(t *testing.T, c client.Client, member *testenv.Cluster) {
 	ctx := t.Context()
 	for _, cl := range []client.Client{c, member.Client} {
 		mustDo(t, cl.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop",
-			Labels: map[string]string{urutauv1alpha1.LabelFleetManaged: "true"}}}))
+			Labels: map[string]string{urutauv1alpha1.LabelFleetManaged: "true", tenancy.LabelPodSecurityEnforce: tenancy.PodSecurityRestricted}}}))
 	}
 	mustDo(t, member.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "orders-mysql",
 		Labels: map[string]string{urutauv1alpha1.LabelFleetSecret: "true"}}, StringData: map[string]string{"uri": "mysql://u@db:3306/shop"}}))

@@ -88,6 +88,47 @@ func TestKubectlGetColumns(t *testing.T) {
 	if r := resources.APIResources[i]; !slices.Equal(r.ShortNames, []string{"cdcp"}) || !slices.Equal(r.Categories, []string{"urutau"}) {
 		t.Errorf("short names %v, categories %v; want [cdcp] and [urutau]", r.ShortNames, r.Categories)
 	}
+	// Cluster-scoped: out of the urutau category, which namespace viewers list (TestKubectlGetUrutau).
+	i = slices.IndexFunc(resources.APIResources, func(r metav1.APIResource) bool { return r.Name == "placementpolicies" })
+	if r := resources.APIResources[i]; !slices.Equal(r.ShortNames, []string{"plpol"}) || len(r.Categories) != 0 {
+		t.Errorf("placementpolicies: short names %v, categories %v; want [plpol] and none", r.ShortNames, r.Categories)
+	}
+}
+
+// TestPlacementPolicyColumns: `kubectl get plpol` shows whom a policy lets place where, and -o
+// wide the selectors.
+func TestPlacementPolicyColumns(t *testing.T) {
+	c := startOne(t)
+	p := &urutauv1alpha1.PlacementPolicy{ObjectMeta: metav1.ObjectMeta{Name: "shop-eu"}, Spec: urutauv1alpha1.PlacementPolicySpec{
+		Namespaces: []string{"shop"}, ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"region": "eu"}},
+		MemberNamespaces: []string{"shop-cdc"}}}
+	if err := c.Client.Create(t.Context(), p); err != nil {
+		t.Fatal(err)
+	}
+	table := getTable(t, c.Config, "/apis/urutau.io/v1alpha1/placementpolicies")
+	var names, wide []string
+	cells := map[string]string{}
+	for i, col := range table.ColumnDefinitions {
+		if col.Priority == 0 {
+			names = append(names, col.Name)
+		} else {
+			wide = append(wide, col.Name)
+		}
+		cells[col.Name] = fmt.Sprint(table.Rows[0].Cells[i])
+	}
+	if want := []string{"Name", "Namespaces", "Members", "Age"}; !slices.Equal(names, want) {
+		t.Errorf("kubectl get plpol columns %v, want %v", names, want)
+	}
+	if want := []string{"Namespace Selector", "Member Selector", "Member Namespaces"}; !slices.Equal(wide, want) {
+		t.Errorf("-o wide adds %v, want %v", wide, want)
+	}
+	want := map[string]string{"Name": "shop-eu", "Namespaces": `["shop"]`, "Members": "<nil>",
+		"Member Selector": `{"matchLabels":{"region":"eu"}}`, "Member Namespaces": `["shop-cdc"]`}
+	for k, v := range want {
+		if cells[k] != v {
+			t.Errorf("column %s = %q, want %q", k, cells[k], v)
+		}
+	}
 }
 
 // getTable GETs path as kubectl get does: asking the server for a meta.k8s.io Table.

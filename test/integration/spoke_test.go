@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
+	"github.com/urutau-io/fleet/internal/tenancy"
 	"github.com/urutau-io/fleet/internal/testenv"
 )
 
@@ -178,6 +179,7 @@ func openNamespace(t *testing.T, c *testenv.Cluster, ns string) {
 		n.Labels = map[string]string{}
 	}
 	n.Labels[urutauv1alpha1.LabelFleetManaged] = "true"
+	n.Labels[tenancy.LabelPodSecurityEnforce] = tenancy.PodSecurityRestricted
 	if err := c.Client.Update(t.Context(), n); err != nil {
 		t.Fatal(err)
 	}

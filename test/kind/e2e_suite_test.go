@@ -29,7 +29,32 @@ const (
 	envMemberKubeconfigs = "E2E_MEMBER_KUBECONFIGS" // name=path,name=path
 	envRestartCommand    = "E2E_RESTART_MEMBER"     // a command given the member name, e.g. hack/kind-restart.sh
 	envKeep              = "E2E_KEEP"               // "1": leave the local fleet running for inspection
+	// An image whose coordinator ignores SIGTERM (test/kind/coordinator): set by the kind flow,
+	// whose kubelets run processes; the specs that need it run only then.
+	envIgnoresSIGTERMImage = "E2E_IGNORES_SIGTERM_IMAGE"
+	// Every wait's bound (a Go duration; default 90s). Real kubelets take longer than kwok (a pod
+	// is Ready after its startup and readiness probes, 10 s apart), more so on a busy machine:
+	// the kind flow passes a longer one. Spec timeouts grow in proportion.
+	envTimeout = "E2E_TIMEOUT"
 )
+
+// waitTimeout is E2E_TIMEOUT, or 90s.
+func waitTimeout() time.Duration {
+	if d, err := time.ParseDuration(os.Getenv(envTimeout)); err == nil && d > 0 {
+		return d
+	}
+	return 90 * time.Second
+}
+
+// specTimeout scales a spec's timeout, written for 90s waits, to waitTimeout. The ratio is taken
+// in floating point: the product of two durations in nanoseconds overflows int64.
+func specTimeout(d time.Duration) time.Duration {
+	return scaleTimeout(d, waitTimeout())
+}
+
+func scaleTimeout(d, wait time.Duration) time.Duration {
+	return time.Duration(float64(d) * (float64(wait) / float64(90*time.Second)))
+}
 
 const (
 	e2eNamespace    = "e2e"
@@ -57,8 +82,8 @@ func TestE2E(t *testing.T) {
 var upErr error
 
 var _ = SynchronizedBeforeSuite(func(ctx SpecContext) {}, func(ctx SpecContext) {
-	input = SpecInput{Namespace: e2eNamespace, SourceSecret: e2eSourceSecret, Timeout: 90 * time.Second,
-		Members: map[string]client.Client{}}
+	input = SpecInput{Namespace: e2eNamespace, SourceSecret: e2eSourceSecret, Timeout: waitTimeout(),
+		Members: map[string]client.Client{}, IgnoresSIGTERMImage: os.Getenv(envIgnoresSIGTERMImage)}
 	if os.Getenv(envHubKubeconfig) != "" {
 		useExistingClusters(ctx)
 	} else {
@@ -230,17 +255,23 @@ var _ = Describe("urutau fleet", Ordered, func() {
 	getInput := func() SpecInput { return input }
 	It("places a pipeline on two members and reports it Ready", func(ctx SpecContext) {
 		PlacedAndReadySpec(ctx, getInput)
-	}, SpecTimeout(3*time.Minute))
+	}, SpecTimeout(specTimeout(3*time.Minute)))
 	It("moves a pipeline: stops it on the old member before starting it on the new one", func(ctx SpecContext) {
 		MoveSpec(ctx, getInput)
-	}, SpecTimeout(3*time.Minute))
+	}, SpecTimeout(specTimeout(3*time.Minute)))
 	It("deletes a pipeline from every member", func(ctx SpecContext) {
 		DeleteSpec(ctx, getInput)
-	}, SpecTimeout(3*time.Minute))
+	}, SpecTimeout(specTimeout(3*time.Minute)))
 	It("writes nothing while terminated and resumes when cleared", func(ctx SpecContext) {
 		TerminateAndClearSpec(ctx, getInput)
-	}, SpecTimeout(3*time.Minute))
+	}, SpecTimeout(specTimeout(3*time.Minute)))
 	It("converges when a member's API server restarts mid-rollout", func(ctx SpecContext) {
 		MemberRestartSpec(ctx, getInput)
-	}, SpecTimeout(4*time.Minute))
+	}, SpecTimeout(specTimeout(4*time.Minute)))
+	// Real kubelets only (make test-e2e-kind): kwok's pods have no process to ignore SIGTERM.
+	if os.Getenv(envIgnoresSIGTERMImage) != "" {
+		It("moves a pipeline only after the old pod's real termination grace", func(ctx SpecContext) {
+			MoveWaitsForTerminationSpec(ctx, getInput)
+		}, SpecTimeout(specTimeout(6*time.Minute)))
+	}
 })

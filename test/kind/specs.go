@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
+	"github.com/urutau-io/fleet/internal/coordinator"
 )
 
 // SpecInput is what every spec needs.
@@ -36,6 +37,10 @@ type SpecInput struct {
 	RestartMember func(ctx context.Context, name string, pause time.Duration) error
 	// Timeout bounds every wait.
 	Timeout time.Duration
+	// IgnoresSIGTERMImage is a coordinator image whose process ignores SIGTERM, so its pod ends
+	// only when the kubelet kills it at the end of the grace period. Only real kubelets (kind)
+	// give it: kwok has no process to signal.
+	IgnoresSIGTERMImage string
 }
 
 func (in SpecInput) a() string { return in.MemberNames[0] }
@@ -270,5 +275,77 @@ func MemberRestartSpec(ctx context.Context, inputGetter func() SpecInput) {
 	Expect(<-restarted).To(Succeed())
 	expectRunning(ctx, in, p, in.b())
 	expectReady(ctx, in, p)
+	deleteAndWait(ctx, in, p)
+}
+
+// coordinatorPods lists the coordinator pods of p in a member, terminating ones included.
+func coordinatorPods(ctx context.Context, g Gomega, c client.Client, p *urutauv1alpha1.CDCPipeline) []corev1.Pod {
+	pods := &corev1.PodList{}
+	g.Expect(c.List(ctx, pods, client.InNamespace(p.Namespace), client.MatchingLabels(coordinator.SelectorLabels(p.Name)))).To(Succeed())
+	return pods.Items
+}
+
+// MoveWaitsForTerminationSpec (real kubelets only): the coordinator on A ignores SIGTERM, so its
+// pod stays Terminating until the kubelet kills it at the end of the grace period. Moving the
+// pipeline to B must start nothing on B while that pod exists, and the hub must never report B
+// Ready before B's pod is.
+func MoveWaitsForTerminationSpec(ctx context.Context, inputGetter func() SpecInput) {
+	in := inputGetter()
+	p := pipeline(in, "e2e-grace", 7106, in.a())
+	p.Spec.Image = in.IgnoresSIGTERMImage
+	Expect(in.Hub.Create(ctx, p)).To(Succeed())
+	// A failure below leaves no pipeline behind for the next run (its pods take the grace to go).
+	DeferCleanup(func(ctx SpecContext) {
+		Expect(client.IgnoreNotFound(in.Hub.Delete(ctx, p))).To(Succeed())
+	})
+	expectRunning(ctx, in, p, in.a())
+
+	By("moving it to " + in.b() + " while its pod in " + in.a() + " ignores SIGTERM")
+	Expect(in.Hub.Get(ctx, client.ObjectKeyFromObject(p), p)).To(Succeed())
+	p.Spec.Placement.Clusters = []string{in.b()}
+	Expect(in.Hub.Update(ctx, p)).To(Succeed())
+
+	By("starting nothing in " + in.b() + " until the pod in " + in.a() + " is gone")
+	grace := time.Duration(coordinator.TerminationGracePeriodSeconds) * time.Second
+	deadline := time.Now().Add(in.Timeout + grace)
+	var deletedAt time.Time // when the old pod was deleted, as the API server recorded it
+	var goneAt time.Time    // when the old pod was first seen gone
+	for {
+		g := NewWithT(GinkgoT())
+		podsA := coordinatorPods(ctx, g, in.Members[in.a()], p)
+		podsB := coordinatorPods(ctx, g, in.Members[in.b()], p)
+		stsB := &appsv1.StatefulSet{}
+		errB := in.Members[in.b()].Get(ctx, coordinatorKey(p), stsB)
+		if len(podsA) > 0 {
+			Expect(errB == nil || len(podsB) > 0).To(BeFalse(),
+				"%s started (StatefulSet: %v, pods: %d) while the pod %s in %s still exists (deleting: %v)",
+				in.b(), errB == nil, len(podsB), podsA[0].Name, in.a(), podsA[0].DeletionTimestamp != nil)
+			// deletionTimestamp is when the grace period ends: the deletion plus its grace.
+			if pod := podsA[0]; pod.DeletionTimestamp != nil && pod.DeletionGracePeriodSeconds != nil && deletedAt.IsZero() {
+				deletedAt = pod.DeletionTimestamp.Add(-time.Duration(*pod.DeletionGracePeriodSeconds) * time.Second)
+			}
+		} else if goneAt.IsZero() {
+			goneAt = time.Now()
+		}
+		got := &urutauv1alpha1.CDCPipeline{}
+		Expect(in.Hub.Get(ctx, client.ObjectKeyFromObject(p), got)).To(Succeed())
+		if clusterPhase(got, in.b()) == urutauv1alpha1.ClusterReady {
+			Expect(errB).NotTo(HaveOccurred(), "the hub reports %s Ready with no coordinator there", in.b())
+			Expect(stsB.Status.ReadyReplicas).To(BeNumerically(">=", 1), "the hub reports %s Ready before its pod is", in.b())
+			break
+		}
+		Expect(time.Now().Before(deadline)).To(BeTrue(), "move not done within %s (pods in %s: %d, in %s: %d)",
+			in.Timeout+grace, in.a(), len(podsA), in.b(), len(podsB))
+		time.Sleep(200 * time.Millisecond)
+	}
+	Expect(deletedAt).NotTo(BeZero(), "the pod in %s was never seen terminating", in.a())
+	Expect(goneAt).NotTo(BeZero(), "the pod in %s was never seen gone", in.a())
+	// It ignored SIGTERM: only the kill at the end of the grace period ended it.
+	Expect(goneAt.Sub(deletedAt)).To(BeNumerically(">=", grace-5*time.Second),
+		"the pod in %s went %s after its deletion, before its %s grace period ran out", in.a(), goneAt.Sub(deletedAt), grace)
+	expectRunning(ctx, in, p, in.b())
+	expectAbsent(ctx, in, p, in.a())
+	// Its pod in B ignores SIGTERM too: the deletion takes the grace period.
+	in.Timeout += grace
 	deleteAndWait(ctx, in, p)
 }

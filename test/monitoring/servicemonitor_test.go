@@ -31,12 +31,18 @@ type serviceMonitor struct {
 			MatchLabels map[string]string `yaml:"matchLabels"`
 		} `yaml:"selector"`
 		Endpoints []struct {
-			Port            string `yaml:"port"`
-			Scheme          string `yaml:"scheme"`
-			Path            string `yaml:"path"`
-			Interval        string `yaml:"interval"`
-			BearerTokenFile string `yaml:"bearerTokenFile"`
-			TLSConfig       *struct {
+			Port          string `yaml:"port"`
+			Scheme        string `yaml:"scheme"`
+			Path          string `yaml:"path"`
+			Interval      string `yaml:"interval"`
+			Authorization *struct {
+				Type        string `yaml:"type"`
+				Credentials struct {
+					Name string `yaml:"name"`
+					Key  string `yaml:"key"`
+				} `yaml:"credentials"`
+			} `yaml:"authorization"`
+			TLSConfig *struct {
 				InsecureSkipVerify bool   `yaml:"insecureSkipVerify"`
 				ServerName         string `yaml:"serverName"`
 				CA                 struct {
@@ -90,7 +96,9 @@ type deployment struct {
 
 // TestServiceMonitorScrapesTheHub: config/monitoring's ServiceMonitor selects exactly one Service
 // of config/hub and config/monitoring, the metrics Service, on a port that reaches the hub's
-// HTTPS metrics endpoint, and scrapes it over HTTPS with a bearer token.
+// HTTPS metrics endpoint, and scrapes it over HTTPS with a bearer token given by `authorization`
+// (bearerTokenFile, deprecated by the Prometheus Operator, would fail the strict decoding): the
+// token of a ServiceAccount bound to the metrics reader role.
 func TestServiceMonitorScrapesTheHub(t *testing.T) {
 	var sm serviceMonitor
 	readYAML(t, monitoringDir+"/servicemonitor.yaml", &sm)
@@ -98,9 +106,10 @@ func TestServiceMonitorScrapesTheHub(t *testing.T) {
 		t.Fatalf("%d endpoints, want 1", len(sm.Spec.Endpoints))
 	}
 	ep := sm.Spec.Endpoints[0]
-	if ep.Scheme != "https" || ep.Path != "/metrics" || ep.BearerTokenFile == "" || ep.TLSConfig == nil {
-		t.Errorf("the endpoint must scrape https /metrics with a bearer token and a tlsConfig: %+v", ep)
+	if ep.Scheme != "https" || ep.Path != "/metrics" || ep.Authorization == nil || ep.Authorization.Type != "Bearer" || ep.TLSConfig == nil {
+		t.Fatalf("the endpoint must scrape https /metrics with a Bearer authorization and a tlsConfig: %+v", ep)
 	}
+	checkScrapeToken(t, ep.Authorization.Credentials.Name, ep.Authorization.Credentials.Key)
 
 	var selected []service
 	for _, doc := range docsOfKind(t, "Service", hubDir, monitoringDir) {
@@ -269,4 +278,52 @@ func docsOfKind(t *testing.T, kind string, dirs ...string) []yaml.Node {
 		}
 	}
 	return out
+}
+
+// checkScrapeToken: the Secret the ServiceMonitor reads its token from is a ServiceAccount token
+// Secret of config/monitoring (Kubernetes writes its key "token"), and that ServiceAccount is bound
+// to the hub's metrics reader role.
+func checkScrapeToken(t *testing.T, secretName, key string) {
+	t.Helper()
+	var secret struct {
+		Metadata struct {
+			Name        string            `yaml:"name"`
+			Annotations map[string]string `yaml:"annotations"`
+		} `yaml:"metadata"`
+		Type string `yaml:"type"`
+	}
+	found := false
+	for _, doc := range docsOfKind(t, "Secret", monitoringDir) {
+		if err := doc.Decode(&secret); err != nil {
+			t.Fatal(err)
+		}
+		if secret.Metadata.Name == secretName {
+			found = true
+			break
+		}
+	}
+	sa := secret.Metadata.Annotations["kubernetes.io/service-account.name"]
+	if !found || secret.Type != "kubernetes.io/service-account-token" || sa == "" || key != "token" {
+		t.Fatalf("the ServiceMonitor reads key %q of Secret %q: want key token of a ServiceAccount token Secret of config/monitoring (found %v, %+v)", key, secretName, found, secret)
+	}
+	var binding struct {
+		RoleRef struct {
+			Kind, Name string
+		} `yaml:"roleRef"`
+		Subjects []struct {
+			Kind, Name, Namespace string
+		} `yaml:"subjects"`
+	}
+	for _, doc := range docsOfKind(t, "ClusterRoleBinding", monitoringDir) {
+		if err := doc.Decode(&binding); err != nil {
+			t.Fatal(err)
+		}
+		if binding.RoleRef.Kind == "ClusterRole" && binding.RoleRef.Name == "urutau-fleet-metrics-reader" &&
+			slices.ContainsFunc(binding.Subjects, func(s struct{ Kind, Name, Namespace string }) bool {
+				return s.Kind == "ServiceAccount" && s.Name == sa
+			}) {
+			return
+		}
+	}
+	t.Errorf("no ClusterRoleBinding of config/monitoring binds urutau-fleet-metrics-reader to the ServiceAccount %s", sa)
 }

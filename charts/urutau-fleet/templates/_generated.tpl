@@ -354,6 +354,94 @@ versions:
                   maxItems: 256
                   type: array
                   x-kubernetes-list-type: set
+                failover:
+                  description: |-
+                    Failover runs the pipeline on one of its candidates at a time and moves it when that
+                    member is lost. Exclusive with Clusters and ClusterSelector; needs Fenced.
+                  properties:
+                    candidateSelector:
+                      description: |-
+                        CandidateSelector adds the members whose inventory labels match, after Candidates, in
+                        name order.
+                      properties:
+                        matchExpressions:
+                          description: matchExpressions is a list of label selector
+                            requirements. The requirements are ANDed.
+                          items:
+                            description: |-
+                              A label selector requirement is a selector that contains values, a key, and an operator that
+                              relates the key and values.
+                            properties:
+                              key:
+                                description: key is the label key that the selector
+                                  applies to.
+                                type: string
+                              operator:
+                                description: |-
+                                  operator represents a key's relationship to a set of values.
+                                  Valid operators are In, NotIn, Exists and DoesNotExist.
+                                type: string
+                              values:
+                                description: |-
+                                  values is an array of string values. If the operator is In or NotIn,
+                                  the values array must be non-empty. If the operator is Exists or DoesNotExist,
+                                  the values array must be empty. This array is replaced during a strategic
+                                  merge patch.
+                                items:
+                                  type: string
+                                type: array
+                                x-kubernetes-list-type: atomic
+                            required:
+                            - key
+                            - operator
+                            type: object
+                          type: array
+                          x-kubernetes-list-type: atomic
+                        matchLabels:
+                          additionalProperties:
+                            type: string
+                          description: |-
+                            matchLabels is a map of {key,value} pairs. A single {key,value} in the matchLabels
+                            map is equivalent to an element of matchExpressions, whose key field is "key", the
+                            operator is "In", and the values array contains only "value". The requirements are ANDed.
+                          type: object
+                      type: object
+                      x-kubernetes-map-type: atomic
+                    candidates:
+                      description: Candidates are member cluster names, most preferred
+                        first.
+                      items:
+                        maxLength: 63
+                        pattern: ^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$
+                        type: string
+                      maxItems: 64
+                      type: array
+                      x-kubernetes-list-type: atomic
+                    threshold:
+                      description: |-
+                        Threshold is how long the member the pipeline runs on must have been lost before the
+                        pipeline moves to the next healthy candidate. Default 2m; at least 10s.
+                      type: string
+                      x-kubernetes-validations:
+                      - message: 'threshold must be at least 10s: a shorter one would
+                          move pipelines on a member''s passing hiccup'
+                        rule: duration(self) >= duration('10s')
+                  type: object
+                  x-kubernetes-validations:
+                  - message: a failover placement needs candidates or a candidateSelector
+                    rule: (has(self.candidates) && size(self.candidates) > 0) || has(self.candidateSelector)
+                  - message: 'candidateSelector must not be empty: an empty selector
+                      would make every member cluster a candidate; list the labels
+                      to match, or remove it'
+                    rule: '!has(self.candidateSelector) || has(self.candidateSelector.matchLabels)
+                      || has(self.candidateSelector.matchExpressions)'
+                fenced:
+                  description: |-
+                    Fenced runs each coordinator under the fence: it runs only while the hub renews its fence
+                    Lease in the member, and stops by itself within a bound when renewals stop, whether or not
+                    the hub can reach the member. A move away from a member that does not answer then completes
+                    once that bound has passed, without urutau.io/confirm-cluster-gone (docs/failover.md).
+                  type: boolean
               type: object
               x-kubernetes-validations:
               - message: 'clusterSelector must not be empty: an empty selector would
@@ -361,6 +449,14 @@ versions:
                   it'
                 rule: '!has(self.clusterSelector) || has(self.clusterSelector.matchLabels)
                   || has(self.clusterSelector.matchExpressions)'
+              - message: 'a failover placement chooses its one member among failover.candidates:
+                  leave clusters and clusterSelector empty'
+                rule: '!has(self.failover) || ((!has(self.clusters) || size(self.clusters)
+                  == 0) && !has(self.clusterSelector))'
+              - message: 'a failover placement must be fenced (fenced: true): without
+                  the fence, a move away from a member the hub cannot reach waits
+                  for a person to confirm it gone'
+                rule: '!has(self.failover) || (has(self.fenced) && self.fenced)'
             secrets:
               description: Secrets name the Secrets, in the pipeline's namespace of
                 each member, that hold credentials.
@@ -548,6 +644,63 @@ versions:
               x-kubernetes-list-map-keys:
               - type
               x-kubernetes-list-type: map
+            failover:
+              description: Failover is where a failover placement runs and its last
+                move.
+              properties:
+                failovers:
+                  description: Failovers counts the moves the hub made by itself since
+                    the pipeline was created.
+                  format: int32
+                  type: integer
+                last:
+                  description: Last is the latest move, automatic or asked for.
+                  properties:
+                    decidedAt:
+                      description: DecidedAt is when the hub chose To.
+                      format: date-time
+                      type: string
+                    from:
+                      description: From is the member the pipeline left; empty for
+                        its first placement.
+                      type: string
+                    lostSince:
+                      description: 'LostSince is when From last answered the hub:
+                        the reader there may have stopped from then.'
+                      format: date-time
+                      type: string
+                    readerGapSeconds:
+                      description: |-
+                        ReaderGapSeconds is how long the pipeline had no reader, as far as the hub can tell: from
+                        LostSince (or DecidedAt) to ReadyAt.
+                      format: int64
+                      type: integer
+                    readyAt:
+                      description: ReadyAt is when the coordinator on To was first
+                        seen ready; unset while it is not yet.
+                      format: date-time
+                      type: string
+                    reason:
+                      description: Reason is MemberLost (automatic), Requested (urutau.io/failover-to)
+                        or CandidateRemoved.
+                      type: string
+                    to:
+                      description: To is the member it moved to.
+                      type: string
+                  required:
+                  - decidedAt
+                  - reason
+                  - to
+                  type: object
+                member:
+                  description: Member is the candidate the pipeline runs on, or is
+                    moving to.
+                  type: string
+                since:
+                  description: Since is when Member was chosen.
+                  format: date-time
+                  type: string
+              type: object
             inventory:
               description: |-
                 Inventory lists every member that holds, or may hold, objects of this pipeline. Cleanup works
@@ -635,13 +788,40 @@ names:
   kind: PlacementPolicy
   listKind: PlacementPolicyList
   plural: placementpolicies
+  shortNames:
+  - plpol
   singular: placementpolicy
 scope: Cluster
 versions:
 - additionalPrinterColumns:
+  - description: 'Hub namespaces, by name, whose pipelines the policy governs (-o
+      wide: by label)'
+    jsonPath: .spec.namespaces
+    name: Namespaces
+    type: string
+  - description: 'Members, by name, those pipelines may run on (-o wide: by label)'
+    jsonPath: .spec.clusters
+    name: Members
+    type: string
   - jsonPath: .metadata.creationTimestamp
     name: Age
     type: date
+  - description: Hub namespaces by label
+    jsonPath: .spec.namespaceSelector
+    name: Namespace Selector
+    priority: 1
+    type: string
+  - description: Members by the labels of their inventory entries
+    jsonPath: .spec.clusterSelector
+    name: Member Selector
+    priority: 1
+    type: string
+  - description: 'Member namespaces the pipelines may write into (empty: the one named
+      like the hub namespace)'
+    jsonPath: .spec.memberNamespaces
+    name: Member Namespaces
+    priority: 1
+    type: string
   name: v1alpha1
   schema:
     openAPIV3Schema:
@@ -655,7 +835,13 @@ versions:
         namespace, M and N. Whatever the policies say, system namespaces are never used (kube-system,
         kube-public, kube-node-lease, default, every kube-* namespace, the hub's and config/spoke's own
         namespaces, and any namespace labelled urutau.io/system-namespace=true), and a member namespace
-        must carry urutau.io/fleet-managed=true before the hub writes there (docs/security.md).
+        must carry urutau.io/fleet-managed=true before the hub writes there (docs/security.md). A policy
+        also says which images the pipelines it governs may run on the members it grants (images), and
+        may let them into member namespaces with a weak Pod Security level (allowWeakPodSecurity).
+
+        Not in the urutau category: `kubectl get urutau -n NS` lists every kind of the category, and a
+        cluster-scoped kind there is listed cluster-wide, which a namespace viewer may not do (kubectl
+        would fail the whole command with Forbidden).
       properties:
         apiVersion:
           description: |-
@@ -680,6 +866,13 @@ versions:
             labels, or both (the union); an empty label selector `{}` selects everything, and is how a
             policy says "every namespace" or "every member" explicitly.
           properties:
+            allowWeakPodSecurity:
+              description: |-
+                AllowWeakPodSecurity lets pipelines this policy governs run in member namespaces that
+                enforce less than the Pod Security "baseline" level (label
+                pod-security.kubernetes.io/enforce missing or "privileged"). Off: the hub refuses to place
+                there, since the coordinator runs the tenant's image with the rights of its Role.
+              type: boolean
             clusterSelector:
               description: |-
                 ClusterSelector selects member clusters by the labels of their inventory entries (kubeconfig
@@ -736,6 +929,27 @@ versions:
                 type: string
               type: array
               x-kubernetes-list-type: set
+            images:
+              description: |-
+                Images are the images, besides the hub's own (--allowed-images and its default
+                --coordinator-image), that pipelines this policy governs may run (spec.image,
+                spec.overrides[].image) on the members it selects. Unset allows none beyond the hub's.
+              properties:
+                allowed:
+                  description: Allowed are the patterns, any of which allows an image.
+                  items:
+                    maxLength: 512
+                    pattern: ^[^\s]+$
+                    type: string
+                  maxItems: 64
+                  type: array
+                  x-kubernetes-list-type: set
+                requireDigest:
+                  description: |-
+                    RequireDigest allows an image only when it is pinned by digest (image@sha256:<64 hex>), so
+                    what runs cannot change under the same name.
+                  type: boolean
+              type: object
             memberNamespaces:
               description: |-
                 MemberNamespaces are the namespaces of those members the pipelines may write into. Empty
@@ -928,6 +1142,33 @@ versions:
                       this one, and a member registered again under another name is still this one.
                     minLength: 1
                     type: string
+                  fence:
+                    description: Fence is set while the pipeline's placement there
+                      is fenced (spec.placement.fenced).
+                    properties:
+                      boundSeconds:
+                        description: |-
+                          BoundSeconds is the longest the pipeline's coordinator there runs after the hub's last
+                          renewal of its fence Lease: the fence's ttl plus its grace, as rendered there (the largest
+                          ever rendered while the entry was Active).
+                        format: int32
+                        type: integer
+                      renewing:
+                        description: |-
+                          Renewing is true while the pipeline is placed on that member and the hub renews the fence
+                          Lease there; false once it left, from which point the bound runs.
+                        type: boolean
+                      verified:
+                        description: |-
+                          Verified is true when every coordinator pod of the pipeline there is known to run under the
+                          fence: it was created fenced, or the member answered so after the fence was turned on. Only
+                          a verified entry lets a move away from an unreachable member complete by the bound alone.
+                        type: boolean
+                    required:
+                    - boundSeconds
+                    - renewing
+                    - verified
+                    type: object
                   namespace:
                     description: Namespace is the member namespace that holds the
                       objects.
@@ -1166,6 +1407,7 @@ versions:
   resources:
   - cdcpipelines
   - cdcpipelines/status
+  - readerleases
   verbs:
   - get
   - list
@@ -1190,20 +1432,79 @@ versions:
   - urutau.io
   resources:
   - cdcpipelines/status
+  - readerleases
   verbs:
   - get
   - list
   - watch
 {{- end }}
 
-{{- define "urutau-fleet.adminRules" -}}
+{{- define "urutau-fleet.operatorClusterRoleRules" -}}
 - apiGroups:
   - urutau.io
   resources:
+  - cdcpipelines
   - cdcpipelines/status
+  - placementpolicies
+  - readerleases
+  verbs:
+  - get
+  - list
+  - watch
+- apiGroups:
+  - urutau.io
+  resources:
+  - cdcpipelines
   verbs:
   - patch
+- apiGroups:
+  - ""
+  resources:
+  - namespaces
+  verbs:
+  - get
+  - list
+  - watch
+{{- end }}
+
+{{- define "urutau-fleet.operatorRoleRules" -}}
+- apiGroups:
+  - ""
+  resources:
+  - secrets
+  verbs:
+  - get
+  - list
+  - watch
+  - create
   - update
+  - patch
+  - delete
+- apiGroups:
+  - multicluster.x-k8s.io
+  resources:
+  - clusterprofiles
+  verbs:
+  - get
+  - list
+  - watch
+- apiGroups:
+  - coordination.k8s.io
+  resources:
+  - leases
+  verbs:
+  - get
+  - list
+  - watch
+- apiGroups:
+  - ""
+  - events.k8s.io
+  resources:
+  - events
+  verbs:
+  - get
+  - list
+  - watch
 {{- end }}
 
 {{- define "urutau-fleet.prometheusRuleGroups" -}}
@@ -1221,35 +1522,35 @@ versions:
       severity: critical
   - alert: UrutauFleetMemberDown
     annotations:
-      description: 'The hub has not reached member {{`{{`}} $labels.cluster {{`}}`}} for 5 minutes:
+      description: 'The hub has not reached member {{`{{`}} $labels.member {{`}}`}} for 5 minutes:
         its pipelines there are Unreachable and nothing is applied or cleaned there
         until it answers.'
       runbook_url: https://github.com/urutau-io/fleet/blob/main/docs/troubleshooting.md#a-member-that-never-connects
-      summary: Member {{`{{`}} $labels.cluster {{`}}`}} does not answer the hub.
-    expr: max by (cluster) (urutau_fleet_member_up) == 0
+      summary: Member {{`{{`}} $labels.member {{`}}`}} does not answer the hub.
+    expr: max by (namespace, job, member) (urutau_fleet_member_up) == 0
     for: 5m
     labels:
       severity: warning
   - alert: UrutauFleetMemberHeldOff
     annotations:
-      description: Requests to member {{`{{`}} $labels.cluster {{`}}`}} keep timing out, so the
+      description: Requests to member {{`{{`}} $labels.member {{`}}`}} keep timing out, so the
         hub holds it off (retried every 30s) to keep the other members fast.
       runbook_url: https://github.com/urutau-io/fleet/blob/main/docs/troubleshooting.md#a-member-that-never-connects
-      summary: Member {{`{{`}} $labels.cluster {{`}}`}} is held off after timeouts.
-    expr: max by (cluster) (urutau_fleet_member_held) == 1
+      summary: Member {{`{{`}} $labels.member {{`}}`}} is held off after timeouts.
+    expr: max by (namespace, job, member) (urutau_fleet_member_held) == 1
     for: 15m
     labels:
       severity: warning
   - alert: UrutauFleetMemberCredentialsExpiring
     annotations:
-      description: The token in the kubeconfig Secret of member {{`{{`}} $labels.cluster
+      description: The token in the kubeconfig Secret of member {{`{{`}} $labels.member
         {{`}}`}} expires in {{`{{`}} $value | humanizeDuration {{`}}`}}; from then the member is Unreachable.
-        Run `kubectl urutau join {{`{{`}} $labels.cluster {{`}}`}}` (or `hub member-secret --service-account`)
+        Run `kubectl urutau join {{`{{`}} $labels.member {{`}}`}}` (or `hub member-secret --service-account`)
         again to renew it.
       runbook_url: https://github.com/urutau-io/fleet/blob/main/docs/troubleshooting.md#member-credentials-that-expire
-      summary: The hub's credentials for member {{`{{`}} $labels.cluster {{`}}`}} expire within
+      summary: The hub's credentials for member {{`{{`}} $labels.member {{`}}`}} expire within
         7 days.
-    expr: min by (cluster) (urutau_fleet_member_credentials_expiry_timestamp_seconds)
+    expr: min by (namespace, job, member) (urutau_fleet_member_credentials_expiry_timestamp_seconds)
       - time() < 7 * 86400
     for: 10m
     labels:
@@ -1261,7 +1562,8 @@ versions:
         UrutauFleetPipelineNotReady names them.
       runbook_url: https://github.com/urutau-io/fleet/blob/main/docs/troubleshooting.md#a-pipeline-stuck-pending
       summary: '{{`{{`}} $value {{`}}`}} CDCPipelines have not been Ready for 15 minutes.'
-    expr: max(urutau_fleet_pipelines{ready!="True"}) > 0
+    expr: max by (namespace, job) (sum without (ready) (urutau_fleet_pipelines{ready!="True"}))
+      > 0
     for: 15m
     labels:
       severity: warning
@@ -1282,10 +1584,10 @@ versions:
       description: A terminated pipeline gets no writes until a person clears status.terminated
         or changes its spec.
       runbook_url: https://github.com/urutau-io/fleet/blob/main/docs/troubleshooting.md#a-terminated-pipeline
-      summary: '{{`{{`}} $value {{`}}`}} pipelines are terminated on member {{`{{`}} $labels.cluster
+      summary: '{{`{{`}} $value {{`}}`}} pipelines are terminated on member {{`{{`}} $labels.member
         {{`}}`}}.'
-    expr: sum by (cluster) (max by (cluster, phase) (urutau_fleet_member_pipelines{phase="Terminated"}))
-      > 0
+    expr: sum by (namespace, job, member) (max by (namespace, job, member, phase)
+      (urutau_fleet_member_pipelines{phase="Terminated"})) > 0
     for: 1m
     labels:
       severity: critical
@@ -1295,7 +1597,7 @@ versions:
         since; the hub replays each tombstone when its member returns.
       runbook_url: https://github.com/urutau-io/fleet/blob/main/docs/troubleshooting.md#tombstones-that-stay
       summary: '{{`{{`}} $value {{`}}`}} tombstones have been pending for an hour.'
-    expr: max(urutau_fleet_tombstones_pending) > 0
+    expr: max by (namespace, job) (urutau_fleet_tombstones_pending) > 0
     for: 1h
     labels:
       severity: warning
@@ -1306,7 +1608,7 @@ versions:
         The pipeline's MoveBlocked condition names it.
       runbook_url: https://github.com/urutau-io/fleet/blob/main/docs/troubleshooting.md#a-pipeline-stuck-pending
       summary: '{{`{{`}} $value {{`}}`}} pipelines have waited 30 minutes for a reader lease.'
-    expr: max(urutau_fleet_reader_lease_waits) > 0
+    expr: max by (namespace, job) (urutau_fleet_reader_lease_waits) > 0
     for: 30m
     labels:
       severity: warning
@@ -1315,8 +1617,8 @@ versions:
       description: Objects labelled by the hub whose pipeline no longer exists on
         the hub.
       runbook_url: https://github.com/urutau-io/fleet/blob/main/docs/troubleshooting.md#tombstones-that-stay
-      summary: Member {{`{{`}} $labels.cluster {{`}}`}} holds {{`{{`}} $value {{`}}`}} orphaned pipeline workloads.
-    expr: max by (cluster) (urutau_fleet_orphans) > 0
+      summary: Member {{`{{`}} $labels.member {{`}}`}} holds {{`{{`}} $value {{`}}`}} orphaned pipeline workloads.
+    expr: max by (namespace, job, member) (urutau_fleet_orphans) > 0
     for: 30m
     labels:
       severity: warning
@@ -1326,7 +1628,7 @@ versions:
         writes may be rejected.'
       runbook_url: https://github.com/urutau-io/fleet/blob/main/docs/troubleshooting.md#the-webhook-is-down
       summary: The CDCPipeline webhook answers errors ({{`{{`}} $labels.webhook {{`}}`}}).
-    expr: sum by (webhook) (rate(controller_runtime_webhook_requests_total{webhook=~"/validate-urutau-io-.*",
+    expr: sum by (namespace, job, webhook) (rate(controller_runtime_webhook_requests_total{webhook=~"/validate-urutau-io-.*",
       code!="200"}[5m])) > 0
     for: 5m
     labels:
@@ -1337,7 +1639,7 @@ versions:
         of the CDCPipelines say why.
       runbook_url: https://github.com/urutau-io/fleet/blob/main/docs/troubleshooting.md
       summary: The {{`{{`}} $labels.controller {{`}}`}} controller keeps failing.
-    expr: sum by (controller) (rate(controller_runtime_reconcile_errors_total{controller=~"urutau-fleet.*"}[5m]))
+    expr: sum by (namespace, job, controller) (rate(controller_runtime_reconcile_errors_total{controller=~"urutau-fleet.*"}[5m]))
       > 0
     for: 15m
     labels:
@@ -1348,13 +1650,13 @@ versions:
 {
   "title": "urutau fleet",
   "uid": "urutau-fleet",
-  "description": "The urutau fleet hub: members, placements, tombstones, applies, webhook. Metrics: docs/operations.md#metrics.",
+  "description": "The urutau fleet hub: members, placements, tombstones, applies, webhook. Metrics: docs/operations.md#metrics. Pick the hub with the job and namespace variables: two hubs never merge.",
   "tags": [
     "urutau"
   ],
   "timezone": "browser",
   "schemaVersion": 39,
-  "version": 1,
+  "version": 2,
   "editable": true,
   "refresh": "30s",
   "time": {
@@ -1370,6 +1672,46 @@ versions:
         "label": "Data source",
         "current": {},
         "hide": 0
+      },
+      {
+        "name": "job",
+        "type": "query",
+        "label": "Job",
+        "datasource": {
+          "type": "prometheus",
+          "uid": "${datasource}"
+        },
+        "query": {
+          "query": "label_values(urutau_fleet_build_info, job)",
+          "refId": "job"
+        },
+        "definition": "label_values(urutau_fleet_build_info, job)",
+        "refresh": 2,
+        "sort": 1,
+        "current": {},
+        "hide": 0,
+        "multi": false,
+        "includeAll": false
+      },
+      {
+        "name": "namespace",
+        "type": "query",
+        "label": "Hub namespace",
+        "datasource": {
+          "type": "prometheus",
+          "uid": "${datasource}"
+        },
+        "query": {
+          "query": "label_values(urutau_fleet_build_info{job=\"$job\"}, namespace)",
+          "refId": "namespace"
+        },
+        "definition": "label_values(urutau_fleet_build_info{job=\"$job\"}, namespace)",
+        "refresh": 2,
+        "sort": 1,
+        "current": {},
+        "hide": 0,
+        "multi": false,
+        "includeAll": false
       }
     ]
   },
@@ -1389,7 +1731,7 @@ versions:
       "targets": [
         {
           "refId": "A",
-          "expr": "max by (version, revision, goversion) (urutau_fleet_build_info)",
+          "expr": "max by (version, revision, goversion) (urutau_fleet_build_info{job=\"$job\",namespace=\"$namespace\"})",
           "legendFormat": ""
         }
       ],
@@ -1417,12 +1759,12 @@ versions:
       "targets": [
         {
           "refId": "A",
-          "expr": "sum(max by (cluster) (urutau_fleet_member_up))",
+          "expr": "sum(max by (member) (urutau_fleet_member_up{job=\"$job\",namespace=\"$namespace\"}))",
           "legendFormat": "up"
         },
         {
           "refId": "B",
-          "expr": "count(max by (cluster) (urutau_fleet_member_up))",
+          "expr": "count(max by (member) (urutau_fleet_member_up{job=\"$job\",namespace=\"$namespace\"}))",
           "legendFormat": "members"
         }
       ],
@@ -1450,7 +1792,7 @@ versions:
       "targets": [
         {
           "refId": "A",
-          "expr": "sum(max by (cluster) (urutau_fleet_member_held))",
+          "expr": "sum(max by (member) (urutau_fleet_member_held{job=\"$job\",namespace=\"$namespace\"}))",
           "legendFormat": ""
         }
       ],
@@ -1478,7 +1820,7 @@ versions:
       "targets": [
         {
           "refId": "A",
-          "expr": "max by (ready) (urutau_fleet_pipelines)",
+          "expr": "max by (ready) (urutau_fleet_pipelines{job=\"$job\",namespace=\"$namespace\"})",
           "legendFormat": "{{`{{`}}ready{{`}}`}}"
         }
       ],
@@ -1506,7 +1848,7 @@ versions:
       "targets": [
         {
           "refId": "A",
-          "expr": "max(urutau_fleet_tombstones_pending)",
+          "expr": "max(urutau_fleet_tombstones_pending{job=\"$job\",namespace=\"$namespace\"})",
           "legendFormat": ""
         }
       ],
@@ -1534,8 +1876,8 @@ versions:
       "targets": [
         {
           "refId": "A",
-          "expr": "max by (cluster) (urutau_fleet_member_up)",
-          "legendFormat": "{{`{{`}}cluster{{`}}`}}"
+          "expr": "max by (member) (urutau_fleet_member_up{job=\"$job\",namespace=\"$namespace\"})",
+          "legendFormat": "{{`{{`}}member{{`}}`}}"
         }
       ],
       "fieldConfig": {
@@ -1562,8 +1904,8 @@ versions:
       "targets": [
         {
           "refId": "A",
-          "expr": "max by (cluster) (urutau_fleet_member_engaged)",
-          "legendFormat": "{{`{{`}}cluster{{`}}`}}"
+          "expr": "max by (member) (urutau_fleet_member_engaged{job=\"$job\",namespace=\"$namespace\"})",
+          "legendFormat": "{{`{{`}}member{{`}}`}}"
         }
       ],
       "fieldConfig": {
@@ -1590,8 +1932,8 @@ versions:
       "targets": [
         {
           "refId": "A",
-          "expr": "max by (cluster, phase) (urutau_fleet_member_pipelines)",
-          "legendFormat": "{{`{{`}}cluster{{`}}`}} {{`{{`}}phase{{`}}`}}"
+          "expr": "max by (member, phase) (urutau_fleet_member_pipelines{job=\"$job\",namespace=\"$namespace\"})",
+          "legendFormat": "{{`{{`}}member{{`}}`}} {{`{{`}}phase{{`}}`}}"
         }
       ],
       "fieldConfig": {
@@ -1624,8 +1966,8 @@ versions:
       "targets": [
         {
           "refId": "A",
-          "expr": "histogram_quantile(0.95, sum by (cluster, le) (rate(urutau_fleet_member_reconcile_duration_seconds_bucket[5m])))",
-          "legendFormat": "{{`{{`}}cluster{{`}}`}}"
+          "expr": "histogram_quantile(0.95, sum by (member, le) (rate(urutau_fleet_member_reconcile_duration_seconds_bucket{job=\"$job\",namespace=\"$namespace\"}[5m])))",
+          "legendFormat": "{{`{{`}}member{{`}}`}}"
         }
       ],
       "fieldConfig": {
@@ -1654,8 +1996,8 @@ versions:
       "targets": [
         {
           "refId": "A",
-          "expr": "sum by (cluster, reason) (rate(urutau_fleet_member_errors_total[5m]))",
-          "legendFormat": "{{`{{`}}cluster{{`}}`}} {{`{{`}}reason{{`}}`}}"
+          "expr": "sum by (member, reason) (rate(urutau_fleet_member_errors_total{job=\"$job\",namespace=\"$namespace\"}[5m]))",
+          "legendFormat": "{{`{{`}}member{{`}}`}} {{`{{`}}reason{{`}}`}}"
         }
       ],
       "fieldConfig": {
@@ -1684,8 +2026,8 @@ versions:
       "targets": [
         {
           "refId": "A",
-          "expr": "sum by (cluster) (rate(urutau_fleet_applies_total[5m]))",
-          "legendFormat": "{{`{{`}}cluster{{`}}`}}"
+          "expr": "sum by (member) (rate(urutau_fleet_applies_total{job=\"$job\",namespace=\"$namespace\"}[5m]))",
+          "legendFormat": "{{`{{`}}member{{`}}`}}"
         }
       ],
       "fieldConfig": {
@@ -1714,8 +2056,8 @@ versions:
       "targets": [
         {
           "refId": "A",
-          "expr": "sum by (cluster) (rate(urutau_fleet_noop_applies_skipped_total[5m]))",
-          "legendFormat": "{{`{{`}}cluster{{`}}`}}"
+          "expr": "sum by (member) (rate(urutau_fleet_noop_applies_skipped_total{job=\"$job\",namespace=\"$namespace\"}[5m]))",
+          "legendFormat": "{{`{{`}}member{{`}}`}}"
         }
       ],
       "fieldConfig": {
@@ -1744,12 +2086,12 @@ versions:
       "targets": [
         {
           "refId": "A",
-          "expr": "max(urutau_fleet_tombstones_pending)",
+          "expr": "max(urutau_fleet_tombstones_pending{job=\"$job\",namespace=\"$namespace\"})",
           "legendFormat": "pending"
         },
         {
           "refId": "B",
-          "expr": "sum(increase(urutau_fleet_tombstones_written_total[1h]))",
+          "expr": "sum(increase(urutau_fleet_tombstones_written_total{job=\"$job\",namespace=\"$namespace\"}[1h]))",
           "legendFormat": "written in the last hour"
         }
       ],
@@ -1777,13 +2119,13 @@ versions:
       "targets": [
         {
           "refId": "A",
-          "expr": "max(urutau_fleet_reader_lease_waits)",
+          "expr": "max(urutau_fleet_reader_lease_waits{job=\"$job\",namespace=\"$namespace\"})",
           "legendFormat": "pipelines waiting for a reader lease"
         },
         {
           "refId": "B",
-          "expr": "sum by (cluster) (max by (cluster) (urutau_fleet_orphans))",
-          "legendFormat": "orphans {{`{{`}}cluster{{`}}`}}"
+          "expr": "sum by (member) (max by (member) (urutau_fleet_orphans{job=\"$job\",namespace=\"$namespace\"}))",
+          "legendFormat": "orphans {{`{{`}}member{{`}}`}}"
         }
       ],
       "fieldConfig": {
@@ -1810,12 +2152,12 @@ versions:
       "targets": [
         {
           "refId": "A",
-          "expr": "sum by (code) (rate(controller_runtime_webhook_requests_total{webhook=~\"/validate-urutau-io-.*\"}[5m]))",
+          "expr": "sum by (code) (rate(controller_runtime_webhook_requests_total{job=\"$job\",namespace=\"$namespace\",webhook=~\"/validate-urutau-io-.*\"}[5m]))",
           "legendFormat": "webhook {{`{{`}}code{{`}}`}}"
         },
         {
           "refId": "B",
-          "expr": "sum by (controller) (rate(controller_runtime_reconcile_errors_total{controller=~\"urutau-fleet.*\"}[5m]))",
+          "expr": "sum by (controller) (rate(controller_runtime_reconcile_errors_total{job=\"$job\",namespace=\"$namespace\",controller=~\"urutau-fleet.*\"}[5m]))",
           "legendFormat": "reconcile errors {{`{{`}}controller{{`}}`}}"
         }
       ],

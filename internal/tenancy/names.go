@@ -1,0 +1,55 @@
+package tenancy
+
+import (
+	"bytes"
+	"encoding/json"
+
+	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
+)
+
+// ReasonWorkerNamesNotBound is the Denial reason of an inline definition whose pipeline is not
+// named after its CDCPipeline.
+const ReasonWorkerNamesNotBound = "WorkerNamesNotBound"
+
+// PipelineNameField is the field CheckWorkerNames reports at.
+const PipelineNameField = "spec.definition.inline.pipeline"
+
+// CheckWorkerNames refuses a pipeline whose inline definition's pipeline differs from the CR's
+// name. The coordinator names every worker group after it (StatefulSet and Service
+// <pipeline>-<target>, ScaledObjects of the same names, the Role's resourceNames on them): free
+// text there would let a tenant aim the Role and a ScaledObject at another team's StatefulSet
+// (pipeline "payments", target "db" is "payments-db"). Bound to the CR's name, the derived names
+// carry the CR's name, which the hub's other rules already guard. The single-cluster operator
+// allows any pipeline; the fleet does not (docs/upgrading.md).
+//
+// It reads only the pipeline field, as the API server stores the definition (JSON). A definition
+// that is absent or not a JSON object is not judged here: the spec's own validation refuses it.
+func CheckWorkerNames(p *urutauv1alpha1.CDCPipeline) error {
+	in := p.Spec.Definition.Inline
+	if in == nil {
+		return nil
+	}
+	raw := bytes.TrimSpace(in.Raw)
+	var doc struct {
+		Pipeline *string `json:"pipeline"`
+	}
+	if len(raw) == 0 || raw[0] != '{' || json.Unmarshal(raw, &doc) != nil {
+		return nil
+	}
+	name := ""
+	if doc.Pipeline != nil {
+		name = *doc.Pipeline
+	}
+	return CheckPipelineName(p.Name, name)
+}
+
+// CheckPipelineName is CheckWorkerNames for a caller that parsed the definition already: pipeline
+// is its pipeline field, crName the CDCPipeline's name.
+func CheckPipelineName(crName, pipeline string) error {
+	if pipeline == crName {
+		return nil
+	}
+	return deny(ReasonWorkerNamesNotBound,
+		"%s: must equal metadata.name %q (it is %q): the coordinator names the worker StatefulSets, their Services, ScaledObjects and the Role rules on them <pipeline>-<table>, so the fleet binds those names to the CDCPipeline; a different value could name another team's workloads",
+		PipelineNameField, crName, pipeline)
+}

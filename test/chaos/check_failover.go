@@ -1,0 +1,283 @@
+package chaos
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// InvFailover is the liveness check of failover placements.
+const InvFailover = "I6 failover without a person"
+
+// failoverMember is one version of status.failover.member, committed within At.
+type failoverMember struct {
+	At     span
+	Member string
+}
+
+// failoverMembers are the versions of pipeline uid's status.failover.member the hub stored, in
+// revision order (unchanged ones left out).
+func failoverMembers(rec *Recording, hub *clock, uid string) []failoverMember {
+	var out []failoverMember
+	for _, e := range rec.Events {
+		if e.Kind != kindPipelines || e.Obj.UID != uid || e.Type == Deleted || e.Obj.Pipeline == nil {
+			continue
+		}
+		m := e.Obj.Pipeline.FailoverMember
+		if n := len(out); n > 0 && out[n-1].Member == m {
+			continue
+		}
+		out = append(out, failoverMember{At: span{hub.after(e.RVLo), e.Recv}, Member: m})
+	}
+	return out
+}
+
+// loss is a stretch during which the hub surely could not reach Member: from the end of the op
+// that cut it (a stopped API server, a partition) to the start of the op that ended it (forever
+// when none did). Hang: the hub's connections were accepted and never answered, so a renewal it
+// sent may still land until 70 s later (the fence waits for that too).
+type loss struct {
+	Member string
+	In     span
+	Hang   bool
+	Op     int
+}
+
+// losses are the stretches the ops cut a member off from the hub.
+func losses(ops []OpRecord) []loss {
+	var out []loss
+	open := map[string]int{}
+	end := func(m string, at Stamp) {
+		if i, ok := open[m]; ok {
+			out[i].In.to = at
+			delete(open, m)
+		}
+	}
+	for _, o := range ops {
+		switch op := o.Op.(type) {
+		case StopMember:
+			if _, ok := open[op.Member]; !ok && o.Err == "" {
+				open[op.Member] = len(out)
+				out = append(out, loss{Member: op.Member, In: span{o.End, forever}, Op: o.Index})
+			}
+		case Partition:
+			if _, ok := open[op.Member]; !ok && o.Err == "" {
+				open[op.Member] = len(out)
+				out = append(out, loss{Member: op.Member, In: span{o.End, forever}, Hang: op.Hang, Op: o.Index})
+			}
+		case StartMember:
+			end(op.Member, o.Start)
+		case Reconnect:
+			end(op.Member, o.Start)
+		case Heal:
+			for _, m := range Members {
+				end(m, o.Start)
+			}
+		}
+	}
+	return out
+}
+
+// failoverBound is how long after a member is lost a failover placement on it must have left
+// it: its threshold, the fence's bound and margin after the last renewal that may have been
+// written (70 s more when the member hangs), and the slack.
+func failoverBound(b Bounds, threshold time.Duration, hang bool) time.Duration {
+	d := threshold + b.FenceTTL + b.FenceGrace + b.FenceMargin + b.FailoverSlack
+	if hang {
+		d += lateWriteFence
+	}
+	return d
+}
+
+// failoverWindow is one loss of the member a failover pipeline ran on that the history lets
+// the hub act on by itself.
+type failoverWindow struct {
+	f        *pipelineFacts
+	l        loss
+	deadline Stamp
+}
+
+// failoverWindows are the losses I6 judges: the member a failover pipeline surely ran on (its
+// status said so when the loss began) stays lost until the deadline, the pipeline is neither
+// deleted nor terminated before it, no hub process is killed, started or failed over from 15 s
+// before the loss to the deadline, and every other named candidate answers and stays in the
+// inventory throughout.
+func failoverWindows(cc *checkContext) []failoverWindow {
+	var out []failoverWindow
+	ls := losses(cc.rec.Ops)
+	for _, f := range sortedPipes(cc.pipes) {
+		if f.Failover == nil {
+			continue
+		}
+		members := failoverMembers(cc.rec, cc.clocks[hubCluster], f.UID)
+		for _, l := range ls {
+			if memberAt(members, l.In.from) != l.Member {
+				continue
+			}
+			d := l.In.from + failoverBound(cc.rec.Bounds, ms(f.Failover.ThresholdMillis), l.Hang)
+			if l.In.to < d || (f.DeleteOp != nil && f.DeleteOp.Start < d) || cc.disturbed(f, l, d, ls) {
+				continue
+			}
+			out = append(out, failoverWindow{f: f, l: l, deadline: d})
+		}
+	}
+	return out
+}
+
+// memberAt is the member status.failover.member surely named at t: the last version surely
+// committed by t, when no later one may have been; "" when not sure.
+func memberAt(ms []failoverMember, t Stamp) string {
+	got := ""
+	for _, m := range ms {
+		switch {
+		case m.At.to <= t:
+			got = m.Member
+		case m.At.from < t:
+			return ""
+		}
+	}
+	return got
+}
+
+// disturbed tells whether something other than the loss may keep the hub from failing f over
+// by d: a hub process killed, started or failed over (or none running), f terminated, another
+// candidate lost or out of the inventory, or (with a candidate selector) a label changed.
+func (cc *checkContext) disturbed(f *pipelineFacts, l loss, d Stamp, ls []loss) bool {
+	win := span{l.In.from - 15*time.Second, d}
+	for _, t := range terminatedSpans(cc.rec.Ops, f.UID) {
+		if !t.overlap(win).empty() {
+			return true
+		}
+	}
+	gone := map[string]bool{}
+	for _, o := range cc.rec.Ops {
+		if o.Start > win.to {
+			break
+		}
+		switch op := o.Op.(type) {
+		case Deregister:
+			gone[op.Member] = true
+		case Register:
+			delete(gone, op.Member)
+		case Heal:
+			clear(gone)
+		}
+		if o.End < win.from {
+			continue
+		}
+		switch o.Op.(type) {
+		case KillHub, StartHub, Failover, KillHubWhen:
+			return true
+		case Label:
+			if f.Failover.CandidateSelector {
+				return true
+			}
+		}
+		if !o.HubsBefore[0] && !o.HubsBefore[1] {
+			return true
+		}
+	}
+	for _, c := range f.Failover.Candidates {
+		if c != l.Member && gone[c] {
+			return true
+		}
+	}
+	for _, o := range ls {
+		if o.Member != l.Member && slices.Contains(f.Failover.Candidates, o.Member) && !o.In.overlap(win).empty() {
+			return true
+		}
+	}
+	return false
+}
+
+// checkFailover (I6): a failover pipeline leaves a member it surely ran on, lost for good,
+// within failoverBound, with no person acting: its status.failover.member names another member
+// by the deadline (the earliest moment that write may have been committed is not after it).
+func checkFailover(cc *checkContext, res *Result) {
+	for _, f := range sortedPipes(cc.pipes) {
+		if f.Failover == nil {
+			continue
+		}
+		var moves []string
+		for _, m := range failoverMembers(cc.rec, cc.clocks[hubCluster], f.UID) {
+			moves = append(moves, fmt.Sprintf("%q within %s", m.Member, m.At))
+		}
+		res.Notes = append(res.Notes, fmt.Sprintf("%s: %s (%s): status.failover.member %s", InvFailover, pipeName(f), f.Failover, strings.Join(moves, ", then ")))
+	}
+	for _, p := range cc.pods {
+		if p.fence != nil {
+			res.Notes = append(res.Notes, fmt.Sprintf("fenced reader of %s: %s", cc.nameOf(p.Pipeline), p))
+		}
+	}
+	for _, w := range failoverWindows(cc) {
+		members := failoverMembers(cc.rec, cc.clocks[hubCluster], w.f.UID)
+		moved := forever
+		to := ""
+		for _, m := range members {
+			if m.At.to > w.l.In.from && m.Member != "" && m.Member != w.l.Member {
+				moved, to = m.At.from, m.Member
+				break
+			}
+		}
+		if moved <= w.deadline {
+			started := forever
+			for _, p := range cc.podsOf(w.f.UID, to) {
+				if p.Sure.from > w.l.In.from {
+					started = min(started, p.Sure.from)
+				}
+			}
+			res.Notes = append(res.Notes, fmt.Sprintf("%s: %s left %s (lost by op #%02d at %s) for %s: decided by %s, a reader there from %s (bound %s)",
+				InvFailover, pipeName(w.f), w.l.Member, w.l.Op, stampString(w.l.In.from), to,
+				stampString(moved), stampString(started), stampString(w.deadline)))
+			continue
+		}
+		var ev []string
+		for _, m := range members {
+			ev = append(ev, fmt.Sprintf("status.failover.member %q committed within %s", m.Member, m.At))
+		}
+		res.Violations = append(res.Violations, Violation{Invariant: InvFailover,
+			Summary: fmt.Sprintf("pipeline %s still ran on %s at %s, lost since op #%02d at %s (threshold %s, bound %s)",
+				pipeName(w.f), w.l.Member, stampString(w.deadline), w.l.Op, stampString(w.l.In.from),
+				ms(w.f.Failover.ThresholdMillis), failoverBound(cc.rec.Bounds, ms(w.f.Failover.ThresholdMillis), w.l.Hang)),
+			Evidence: ev})
+	}
+}
+
+// checkOneMember (I1 stop before start, failover placements): a failover pipeline runs on one
+// member at a time, so two of its readers in different members never surely ran at once,
+// whoever decided the move.
+func checkOneMember(cc *checkContext, res *Result) {
+	for _, f := range sortedPipes(cc.pipes) {
+		if f.Failover == nil {
+			continue
+		}
+		var pods []*podLife
+		for _, p := range cc.pods {
+			if p.Pipeline == f.UID {
+				pods = append(pods, p)
+			}
+		}
+		for i, p := range pods {
+			for _, q := range pods[i+1:] {
+				if p.Cluster == q.Cluster {
+					continue
+				}
+				if both := p.judged().overlap(q.judged()); !both.empty() {
+					res.Violations = append(res.Violations, Violation{Invariant: InvStopFirst,
+						Summary:  fmt.Sprintf("failover pipeline %s had readers in %s and %s at once, during %s", pipeName(f), p.Cluster, q.Cluster, both),
+						Evidence: []string{p.String(), q.String()}})
+				} else if maybe := p.judgedMaybe().overlap(q.judgedMaybe()); !maybe.empty() {
+					res.Notes = append(res.Notes, fmt.Sprintf("%s: failover pipeline %s in %s and %s may have overlapped during %s (not proven)",
+						InvStopFirst, pipeName(f), p.Cluster, q.Cluster, maybe))
+				}
+			}
+		}
+	}
+}
+
+// isCandidate tells whether member may run failover pipeline f: a named candidate, or any
+// member when a candidate selector may select it.
+func isCandidate(f *pipelineFacts, member string) bool {
+	return f.Failover.CandidateSelector || slices.Contains(f.Failover.Candidates, member)
+}

@@ -1,0 +1,189 @@
+package chaos
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/urutau-io/fleet/internal/fence"
+)
+
+func TestSimulateFence(t *testing.T) {
+	cfg := fence.Config{TTL: 4 * time.Second, Grace: 2 * time.Second}
+	renewals := func(from, to float64) []fenceWrite {
+		var out []fenceWrite
+		for s := from; s <= to; s++ {
+			out = append(out, fenceWrite{At: sec(s), Token: "t" + sec(s).String()})
+		}
+		return out
+	}
+	for name, tc := range map[string]struct {
+		from   float64
+		writes []fenceWrite
+		want   []span
+	}{
+		"renewed every second, then stopped: runs from the first renewal after its first read until the last one + ttl + grace": {
+			from: 0.5, writes: renewals(0, 10), want: []span{{sec(1), sec(16)}},
+		},
+		"no renewal after its first read: never runs": {
+			from: 11, writes: renewals(0, 10), want: nil,
+		},
+		"a gap longer than ttl: killed, and started again on the next renewal": {
+			from: 0.5, writes: append(renewals(0, 3), renewals(20, 22)...), want: []span{{sec(1), sec(9)}, {sec(20), sec(28)}},
+		},
+		"renewed until the horizon: still running": {
+			from: 0.5, writes: renewals(0, 60), want: []span{{sec(1), forever}},
+		},
+		"a renewal seen while stopping, then none: started again right after the kill": {
+			from: 0.5, writes: []fenceWrite{{sec(1), "a"}, {sec(2), "b"}, {sec(6.5), "c"}}, want: []span{{sec(1), sec(8)}, {sec(8), sec(12.5)}},
+		},
+		"the Lease deleted: no renewal": {
+			from: 0.5, writes: []fenceWrite{{sec(0), "a"}, {sec(1), "b"}, {sec(2), ""}, {sec(3), ""}}, want: []span{{sec(1), sec(7)}},
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			got := simulateFence(cfg, sec(tc.from), sec(60), tc.writes)
+			for i := range got {
+				// The fence dates a renewal by the read just before it: 1 ns early here.
+				got[i].from, got[i].to = roundMs(got[i].from), roundMs(got[i].to)
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("runs %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// fencedFailover: p1 (u1) a failover pipeline over [member-a, member-b], its fenced pod in a
+// renewed every second from 1 s; a stopped at 10 s (renewals end at 10 s), b's pod from bStart.
+func fencedFailover(bStart float64) *rb {
+	b := newRB()
+	b.rec.Bounds.FenceTTL, b.rec.Bounds.FenceGrace, b.rec.Bounds.FenceMargin = 4*time.Second, 2*time.Second, time.Second
+	b.rec.Bounds.FailoverSlack = 10 * time.Second
+	ref := PipelineRef{Name: "p1", UID: "u1", Identity: "mysql:1", Failover: &FailoverSpec{Candidates: []string{"member-a", "member-b"}, ThresholdMillis: 10000}}
+	b.op(Create{Name: "p1"}, 0, 0.1, ref).pipeline("u1", "p1", "mysql:1", 5, 0.2).
+		sts("member-a", "sa", "u1").sts("member-b", "sb", "u1").
+		op(StopMember{Member: "member-a"}, 10, 10.1)
+	for s := 1; s <= 10; s++ {
+		rv := int64(100 + s)
+		b.rec.Events = append(b.rec.Events, Event{Cluster: "member-a", Kind: kindFences, Type: Modified, Recv: sec(float64(s) + 0.05), RVLo: rv, RVHi: rv,
+			Obj: ObjInfo{UID: "la", Name: "p1-fence", RV: rv, Holder: "u1", Renew: sec(float64(s)).String()}})
+		b.sample("member-a", float64(s)-0.01, rv-1)
+	}
+	b.rec.Events = append(b.rec.Events, Event{Cluster: "member-a", Kind: kindPods, Type: Added, Recv: sec(0.5), RVLo: 50, RVHi: 50,
+		Obj: ObjInfo{UID: "pa", Name: "pa", RV: 50, Owner: "sa", Phase: "Running", Fenced: true}})
+	b.sample("member-a", 0.4, 49).sample("member-a", 0.6, 50, "pa").sample("member-a", 99, 200, "pa")
+	b.rec.Events = append(b.rec.Events, Event{Cluster: "member-b", Kind: kindPods, Type: Added, Recv: sec(bStart + 0.1), RVLo: 70, RVHi: 70,
+		Obj: ObjInfo{UID: "pb", Name: "pb", RV: 70, Owner: "sb", Phase: "Running"}})
+	b.sample("member-b", bStart-0.2, 69).sample("member-b", bStart+0.05, 70, "pb").sample("member-b", 99, 300, "pb")
+	return b
+}
+
+func TestCheckFencedFailoverOverlap(t *testing.T) {
+	for name, tc := range map[string]struct {
+		bStart float64
+		want   bool
+	}{
+		"b starts after a's fence killed a's reader (10 s + ttl + grace)": {bStart: 17, want: false},
+		"b starts while a's reader may still run":                         {bStart: 13, want: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			res := Check(&fencedFailover(tc.bStart).rec)
+			got := res.Counts()[InvStopFirst] > 0
+			if got != tc.want {
+				t.Errorf("stop-before-start violated: %v, want %v\n%v", got, tc.want, res.Violations)
+			}
+			if res.Seen.FencedReaders != 1 {
+				t.Errorf("fenced reader stretches %d, want 1", res.Seen.FencedReaders)
+			}
+		})
+	}
+}
+
+func TestCheckFailoverLiveness(t *testing.T) {
+	status := func(b *rb, member string, rv int64, recv float64) *rb {
+		b.rec.Events = append(b.rec.Events, Event{Cluster: hubCluster, Kind: kindPipelines, Type: Modified, Recv: sec(recv), RVLo: rv, RVHi: rv,
+			Obj: ObjInfo{UID: "u1", Name: "p1", RV: rv, Pipeline: &PipelineInfo{Identity: "mysql:1", FailoverMember: member}}})
+		b.hubSample(recv-0.2, rv-1)
+		return b
+	}
+	for name, tc := range map[string]struct {
+		movedAt float64 // 0: never
+		restart float64 // a started again at (0: never)
+		extra   Op      // an op at 20 s
+		want    int     // I6 violations
+		windows int
+	}{
+		"a hub killed meanwhile: not judged":           {extra: KillHub{Hub: 0}, windows: 0},
+		"b out of the inventory meanwhile: not judged": {extra: Deregister{Member: "member-b"}, windows: 0},
+		"p1 terminated meanwhile: not judged":          {extra: Terminate{Name: "p1"}, windows: 0},
+		"another member partitioned: still judged":     {extra: Partition{Member: "member-c"}, want: 1, windows: 1},
+		"moved within the bound":                       {movedAt: 25, want: 0, windows: 1},
+		"never moved":                                  {want: 1, windows: 1},
+		"moved too late":                               {movedAt: 60, want: 1, windows: 1},
+		"a back before the deadline: not judged":       {restart: 20, want: 0, windows: 0},
+		"a back after the deadline, never moved":       {restart: 80, want: 1, windows: 1},
+	} {
+		t.Run(name, func(t *testing.T) {
+			b := fencedFailover(17)
+			status(b, "member-a", 10, 2)
+			if tc.movedAt > 0 {
+				status(b, "member-b", 300, tc.movedAt)
+			}
+			if tc.restart > 0 {
+				b.op(StartMember{Member: "member-a"}, tc.restart, tc.restart+1)
+			}
+			if tc.extra != nil {
+				b.op(tc.extra, 20, 20.1, PipelineRef{Name: "p1", UID: "u1"})
+			}
+			res := Check(&b.rec)
+			if got := res.Counts()[InvFailover]; got != tc.want {
+				t.Errorf("I6 violations %d, want %d\n%v", got, tc.want, res.Violations)
+			}
+			if res.Seen.FailoverWindows != tc.windows {
+				t.Errorf("windows judged %d, want %d", res.Seen.FailoverWindows, tc.windows)
+			}
+			if tc.want == 0 && tc.windows > 0 && !strings.Contains(strings.Join(res.Notes, "\n"), "left member-a") {
+				t.Errorf("no note of the failover: %v", res.Notes)
+			}
+		})
+	}
+}
+
+func roundMs(s Stamp) Stamp {
+	if s >= forever {
+		return s
+	}
+	return s.Round(time.Millisecond)
+}
+
+func TestSurePieces(t *testing.T) {
+	for name, tc := range map[string]struct {
+		m           span
+		early, late []span
+		want        []readerPiece
+	}{
+		"no span both datings agree on: one piece, nothing sure": {
+			m: span{sec(5), sec(10)}, early: []span{{sec(5), sec(7)}}, late: []span{{sec(8), sec(10)}},
+			want: []readerPiece{{maybe: span{sec(5), sec(10)}, sure: span{forever, dawn}}},
+		},
+		"one sure span": {
+			m: span{sec(5), sec(81)}, early: []span{{sec(5), sec(80)}}, late: []span{{sec(6), sec(81)}},
+			want: []readerPiece{{maybe: span{sec(5), sec(81)}, sure: span{sec(6), sec(80)}}},
+		},
+		"two sure spans: both judged, in disjoint pieces": {
+			m: span{sec(5), sec(81)}, early: []span{{sec(5), sec(40)}, {sec(42), sec(80)}}, late: []span{{sec(6), sec(81)}},
+			want: []readerPiece{
+				{maybe: span{sec(5), sec(42) - 1}, sure: span{sec(6), sec(40)}},
+				{maybe: span{sec(42), sec(81)}, sure: span{sec(42), sec(80)}},
+			},
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if got := surePieces(tc.m, tc.early, tc.late); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("pieces %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
