@@ -85,8 +85,8 @@ type applyJob struct {
 	// leaseWritten: this reconcile wrote the reader lease, so mayCreateCoordinator only confirms
 	// the pipeline, which is harmless for a coordinator that exists: no member read before it.
 	leaseWritten bool
-	// cacheMayLag: the member left a request unanswered lately, so its cache may miss objects
-	// (Liveness.cacheMayLag): every object the cache does not hold is looked up in the member.
+	// cacheMayLag: the member left a request unanswered lately, so its cache may miss objects or
+	// still show deleted ones (Liveness.cacheMayLag): every object is read from the member.
 	cacheMayLag bool
 	// guard refuses to write over an object this pipeline does not own (adoption rules).
 	guard func(kind string, existing client.Object) error
@@ -252,7 +252,7 @@ func (j *applyJob) applyNetworkPolicy(ctx context.Context, res *memberResult, w 
 
 // apply applies one object (applier.apply) and counts the write.
 func (j *applyJob) apply(ctx context.Context, res *memberResult, req *applyRequest, cached client.Reader) error {
-	req.guard, req.confirmMiss = j.guard, j.cacheMayLag
+	req.guard, req.cacheMayLag = j.guard, j.cacheMayLag
 	req.beforeWrite = func(ctx context.Context) error {
 		if err := j.nsCheck.check(ctx, j); err != nil {
 			return err

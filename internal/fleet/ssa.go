@@ -66,10 +66,11 @@ type applyRequest struct {
 	// beforeCreate refuse an object that exists. Without it beforeCreate must be harmless for an
 	// object that exists, and a create costs no member read.
 	confirmAbsent bool
-	// confirmMiss reads the member whenever the cache does not hold the object: the member's
-	// cache may lag (memberCacheRecovery), and an object of someone else it does not show would be
-	// written over without the guard's check.
-	confirmMiss bool
+	// cacheMayLag reads the object from the member itself, whatever the cache shows: the member's
+	// cache may lag (memberCacheRecovery). It may miss an object of someone else, which would be
+	// written over without the guard's check, or still show one deleted while the member was down,
+	// which would be taken as applied: a coordinator reported ready that no longer exists.
+	cacheMayLag bool
 	// answer receives the API server's answer to the apply, for the typed kinds (send); answered
 	// tells it does.
 	answer   client.Object
@@ -200,14 +201,14 @@ func (a *applier) releaseOthers(ctx context.Context, writer client.Client, manag
 }
 
 // look reads r.key into r.live from the cache, and again from the member itself (fresh) where the
-// cache may mislead: a miss when the request asks (confirmMiss, or confirmAbsent before
-// beforeCreate), and an object we applied with these bytes that the cache does not show as we
+// cache may mislead: always while it may lag (cacheMayLag), a miss before beforeCreate
+// (confirmAbsent), and an object we applied with these bytes that the cache does not show as we
 // left it (our write may not have reached the cache yet).
 func (a *applier) look(ctx context.Context, cached, live client.Reader, member, manager string, r *applyRequest, hash [sha256.Size]byte) (found, fresh bool, err error) {
 	if found, err = a.read(ctx, cached, member, r); err != nil {
 		return false, false, err
 	}
-	confirm := !found && (r.confirmMiss || (r.beforeCreate != nil && r.confirmAbsent))
+	confirm := r.cacheMayLag || (!found && r.beforeCreate != nil && r.confirmAbsent)
 	if a.appliedBefore(member, r, hash) && (!found || !a.unchanged(member, manager, r, hash)) {
 		confirm = true
 	}
