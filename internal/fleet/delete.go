@@ -76,7 +76,7 @@ func (r *CoordinatorReconciler) release(ctx context.Context, p *urutauv1alpha1.C
 	case d.Delete:
 		err = r.leases.remove(ctx, l)
 	case d.Changed:
-		_, err = r.writeLease(l, d.Lease, func(cur, next *urutauv1alpha1.ReaderLease) (*urutauv1alpha1.ReaderLease, error) {
+		_, err = r.writeLease(ctx, l, d.Lease, func(cur, next *urutauv1alpha1.ReaderLease) (*urutauv1alpha1.ReaderLease, error) {
 			return r.leases.write(ctx, cur, next)
 		})
 	}

@@ -35,10 +35,10 @@ import (
 //     (made by hand, or left by a StatefulSet deleted with --cascade=orphan), in the namespaces of
 //     live pipelines: deleted (strays.go).
 //
-// The object scan reads the member's cache only (every object of the kinds the hub writes): it
-// costs the member nothing; the pod scan lists the coordinator pods of each such namespace once.
-// An object counts as unaccounted for only when two scans in a row find it so, which leaves time
-// for a new pipeline's lease to reach the cache.
+// The object scan reads the member's cache (every object of the kinds the hub writes): it costs
+// the member nothing; the pod scan lists the coordinator pods of each such namespace once. An
+// object counts as unaccounted for only when two scans in a row find it so, which leaves time for
+// a new pipeline's lease to reach the cache, and the member itself still holds it (confirmLive).
 type orphanScanner struct {
 	hub    client.Client
 	leases *leaseStore
@@ -84,6 +84,9 @@ func (o *orphanScanner) scan(ctx context.Context, m inventory.Member, c *memberC
 	}
 	var lost []*orphanGroup
 	for _, g := range o.confirm(m.Name, found, rec.known) {
+		if !confirmLive(ctx, c.live, g) {
+			continue
+		}
 		if p := rec.live[g.uid]; p != nil {
 			// A live pipeline's objects where no entry of it says so (a restore, a re-applied
 			// export): recorded, and removed like a member it left.
@@ -200,6 +203,26 @@ func (o *orphanScanner) confirm(member string, found map[types.UID]*orphanGroup,
 	}
 	o.suspects[member] = now
 	return out
+}
+
+// confirmLive recounts group g in the member itself before the scan acts on it, and reports
+// whether the member still holds any of it. The scan reads the member's cache, which lags for up
+// to a minute after the member was down (memberCacheRecovery): it would show objects the hub has
+// since deleted, record them as strays every scan, and have the pipeline reconciled for nothing.
+// A member that cannot be listed is not acted on: the next scan asks again. The cost, a list per
+// kind in one namespace, is paid only for groups two scans in a row found unaccounted for.
+func confirmLive(ctx context.Context, live client.Reader, g *orphanGroup) bool {
+	n := 0
+	for _, list := range memberWatchedLists() {
+		err := live.List(ctx, list, client.InNamespace(g.namespace), client.MatchingLabels{urutauv1alpha1.LabelHubPipelineUID: string(g.uid)})
+		if err != nil {
+			ctrl.LoggerFrom(ctx).Info("orphan scan: recounting in the member failed; not acted on", "namespace", g.namespace, "pipelineUID", g.uid, "error", err.Error())
+			return false
+		}
+		n += meta.LenList(list)
+	}
+	g.objects = n
+	return n > 0
 }
 
 // report tells of one orphan group, and deletes it when allowed.

@@ -53,7 +53,7 @@ func (r *CoordinatorReconciler) place(ctx context.Context, p *urutauv1alpha1.CDC
 	})
 	pl.lease = w.lease
 	if pl.decision.Lease != nil && (pl.decision.Changed || (w.lease != nil && current != w.lease)) {
-		written, err := r.writeLease(w.lease, pl.decision.Lease, func(cur, next *urutauv1alpha1.ReaderLease) (*urutauv1alpha1.ReaderLease, error) {
+		written, err := r.writeLease(ctx, w.lease, pl.decision.Lease, func(cur, next *urutauv1alpha1.ReaderLease) (*urutauv1alpha1.ReaderLease, error) {
 			return r.leases.write(ctx, cur, next)
 		})
 		if err != nil {
@@ -72,8 +72,11 @@ func (r *CoordinatorReconciler) place(ctx context.Context, p *urutauv1alpha1.CDC
 	return pl, r.consumeConfirmations(ctx, p, pl.decision.Confirmed)
 }
 
-// writeLease writes next over current through write, telling the lease echo filter about it.
-func (r *CoordinatorReconciler) writeLease(current, next *urutauv1alpha1.ReaderLease, write func(cur, next *urutauv1alpha1.ReaderLease) (*urutauv1alpha1.ReaderLease, error)) (*urutauv1alpha1.ReaderLease, error) {
+// writeLease writes next over current through write, telling the lease echo filter about it. The
+// filter holds the lease's watch events while the write is in flight; one that was not ours (the
+// orphan scan recording a stray, another hub replica) brings the lease's pipelines back here, as
+// its event would have.
+func (r *CoordinatorReconciler) writeLease(ctx context.Context, current, next *urutauv1alpha1.ReaderLease, write func(cur, next *urutauv1alpha1.ReaderLease) (*urutauv1alpha1.ReaderLease, error)) (*urutauv1alpha1.ReaderLease, error) {
 	key := r.leases.namespace + "/" + next.Name
 	r.leaseEchoes.begin(key)
 	written, err := write(current, next)
@@ -81,7 +84,9 @@ func (r *CoordinatorReconciler) writeLease(current, next *urutauv1alpha1.ReaderL
 	if err == nil {
 		rv = written.ResourceVersion
 	}
-	r.leaseEchoes.end(key, rv)
+	if r.leaseEchoes.end(key, rv) {
+		r.requeue(r.pipelinesOfLease(ctx, next)...)
+	}
 	return written, err
 }
 

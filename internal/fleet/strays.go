@@ -43,9 +43,10 @@ func (r *CoordinatorReconciler) recordStray(ctx context.Context, member string, 
 	if next == nil {
 		return
 	}
-	if _, err := r.writeLease(current, next, func(cur, next *urutauv1alpha1.ReaderLease) (*urutauv1alpha1.ReaderLease, error) {
-		return r.leases.write(ctx, cur, next)
-	}); err != nil {
+	// Not through writeLease: this write's watch event must not pass for the pipeline's own echo.
+	// It brings the pipeline back once the cache holds the entry; the requeue below may read the
+	// lease before that, find nothing to remove, and leave the strays to the periodic look.
+	if _, err := r.leases.write(ctx, current, next); err != nil {
 		log.Info("recording stray objects failed", "error", err.Error())
 		return
 	}
