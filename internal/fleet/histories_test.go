@@ -231,7 +231,7 @@ var _ = Describe("One reader per source identity", func() {
 			sts, err := coordinatorSTS(ctx, members["c"], ns, old.Name)
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(sts).To(BeNil())
-		}).Should(Succeed())
+		}, afterLateWrites).Should(Succeed())
 		Consistently(func(g Gomega) { expectEmpty(g, ctx, members["b"], ns, renamed.UID) }, 2*time.Second).Should(Succeed())
 		sampler := sampleReaders(ctx, ns, []string{old.Name, renamed.Name}, oneReader)
 		killPod(ctx, members["c"], podC)
