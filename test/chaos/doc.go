@@ -25,7 +25,8 @@
 //	   bound plus a stated slack, with no person acting.
 //
 // A fenced pod is a reader only while the fence's decision (internal/fence), run by the checker
-// over the fence Lease versions its member committed, lets its command run: kwok runs no process.
+// with the pod's own fence arguments over the versions of its Lease the member committed, lets
+// its command run: kwok runs no process.
 //
 // A failing history is printed and saved as JSON; `-chaos.replay=FILE` plays it again.
 // docs/reliability.md explains how the checker avoids false positives (it compares times only

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/urutau-io/fleet/internal/coordinator"
 	"github.com/urutau-io/fleet/internal/fence"
 )
 
@@ -55,9 +56,28 @@ func TestSimulateFence(t *testing.T) {
 	}
 }
 
+// hubFence is the fence's command line as the hub renders it for p1 (u1) in chaos-0, with the
+// suite's settings (ttl 4 s, grace 2 s), flags replaced or added by extra.
+func hubFence(extra ...string) []string {
+	flags := map[string]string{"--lease": "chaos-0/p1-fence", "--ttl": "4s", "--grace": "2s", "--holder": "u1"}
+	for i := 0; i+1 < len(extra); i += 2 {
+		flags[extra[i]] = extra[i+1]
+	}
+	out := []string{coordinator.FenceBinary}
+	for _, f := range []string{"--lease", "--ttl", "--grace", "--holder", "--kubeconfig"} {
+		if v, ok := flags[f]; ok && v != "-" {
+			out = append(out, f, v)
+		}
+	}
+	return append(out, "--", "urutau-coordinator", "run")
+}
+
 // fencedFailover: p1 (u1) a failover pipeline over [member-a, member-b], its fenced pod in a
 // renewed every second from 1 s; a stopped at 10 s (renewals end at 10 s), b's pod from bStart.
-func fencedFailover(bStart float64) *rb {
+func fencedFailover(bStart float64) *rb { return fencedFailoverCmd(bStart, hubFence()) }
+
+// fencedFailoverCmd is fencedFailover with a's pod created with command line cmd.
+func fencedFailoverCmd(bStart float64, cmd []string) *rb {
 	b := newRB()
 	b.rec.Bounds.FenceTTL, b.rec.Bounds.FenceGrace, b.rec.Bounds.FenceMargin = 4*time.Second, 2*time.Second, time.Second
 	b.rec.Bounds.FailoverSlack = 10 * time.Second
@@ -72,7 +92,7 @@ func fencedFailover(bStart float64) *rb {
 		b.sample("member-a", float64(s)-0.01, rv-1)
 	}
 	b.rec.Events = append(b.rec.Events, Event{Cluster: "member-a", Kind: kindPods, Type: Added, Recv: sec(0.5), RVLo: 50, RVHi: 50,
-		Obj: ObjInfo{UID: "pa", Name: "pa", RV: 50, Owner: "sa", Phase: "Running", Fenced: true}})
+		Obj: ObjInfo{UID: "pa", Name: "pa", RV: 50, Owner: "sa", Phase: "Running", Fenced: true, Command: cmd}})
 	b.sample("member-a", 0.4, 49).sample("member-a", 0.6, 50, "pa").sample("member-a", 99, 200, "pa")
 	b.rec.Events = append(b.rec.Events, Event{Cluster: "member-b", Kind: kindPods, Type: Added, Recv: sec(bStart + 0.1), RVLo: 70, RVHi: 70,
 		Obj: ObjInfo{UID: "pb", Name: "pb", RV: 70, Owner: "sb", Phase: "Running"}})
@@ -96,6 +116,37 @@ func TestCheckFencedFailoverOverlap(t *testing.T) {
 			}
 			if res.Seen.FencedReaders != 1 {
 				t.Errorf("fenced reader stretches %d, want 1", res.Seen.FencedReaders)
+			}
+		})
+	}
+}
+
+// Each fenced pod is judged by its own fence's command line, not the suite's settings.
+func TestFenceCommandLine(t *testing.T) {
+	for name, tc := range map[string]struct {
+		cmd     []string
+		bStart  float64
+		overlap bool // b's reader overlaps a's
+		readers int  // stretches cut by the simulated fence
+	}{
+		"the suite's settings: a's reader is killed at 10 s + 4 s + 2 s": {cmd: hubFence(), bStart: 17, readers: 1},
+		"a longer ttl: a's reader runs until 10 s + 10 s + 2 s":          {cmd: hubFence("--ttl", "10s"), bStart: 17, overlap: true, readers: 1},
+		"a refused command line (no --ttl): no reader ever runs":         {cmd: hubFence("--ttl", "-"), bStart: 13},
+		"a refused command line (no command): no reader ever runs":       {cmd: hubFence()[:9], bStart: 13},
+		"another holder: no renewal counts, no reader":                   {cmd: hubFence("--holder", "u9"), bStart: 13},
+		"any holder: the hub's renewals count":                           {cmd: hubFence("--holder", "-"), bStart: 17, readers: 1},
+		"another namespace: a Lease not recorded, no cut":                {cmd: hubFence("--lease", "other/p1-fence"), bStart: 17, overlap: true},
+		"another cluster's API (--kubeconfig): no cut":                   {cmd: hubFence("--kubeconfig", "/k"), bStart: 17, overlap: true},
+		"another name, never written: no reader":                         {cmd: hubFence("--lease", "chaos-0/p2-fence"), bStart: 13},
+		"no command line recorded (older recordings): the suite's":       {cmd: nil, bStart: 13, overlap: true, readers: 1},
+	} {
+		t.Run(name, func(t *testing.T) {
+			res := Check(&fencedFailoverCmd(tc.bStart, tc.cmd).rec)
+			if got := res.Counts()[InvStopFirst] > 0; got != tc.overlap {
+				t.Errorf("stop-before-start violated: %v, want %v\n%v", got, tc.overlap, res.Violations)
+			}
+			if res.Seen.FencedReaders != tc.readers {
+				t.Errorf("fenced reader stretches %d, want %d", res.Seen.FencedReaders, tc.readers)
 			}
 		})
 	}
