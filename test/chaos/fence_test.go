@@ -89,7 +89,7 @@ func fencedFailoverCmd(bStart float64, cmd []string) *rb {
 		rv := int64(100 + s)
 		b.rec.Events = append(b.rec.Events, Event{Cluster: "member-a", Kind: kindFences, Type: Modified, Recv: sec(float64(s) + 0.05), RVLo: rv, RVHi: rv,
 			Obj: ObjInfo{UID: "la", Name: "p1-fence", RV: rv, Holder: "u1", Renew: sec(float64(s)).String()}})
-		b.sample("member-a", float64(s)-0.01, rv-1)
+		b.sample("member-a", float64(s)-0.01, rv-1, "pa")
 	}
 	b.rec.Events = append(b.rec.Events, Event{Cluster: "member-a", Kind: kindPods, Type: Added, Recv: sec(0.5), RVLo: 50, RVHi: 50,
 		Obj: ObjInfo{UID: "pa", Name: "pa", RV: 50, Owner: "sa", Phase: "Running", Fenced: true, Command: cmd}})
@@ -147,6 +147,33 @@ func TestFenceCommandLine(t *testing.T) {
 			}
 			if res.Seen.FencedReaders != tc.readers {
 				t.Errorf("fenced reader stretches %d, want %d", res.Seen.FencedReaders, tc.readers)
+			}
+		})
+	}
+}
+
+// Renewals written by hand (no label, holderIdentity "kubectl") on a's Lease from 11 s to 20 s,
+// after the hub's stopped: they count for a fence whose --holder accepts them.
+func TestHandRenewals(t *testing.T) {
+	for name, tc := range map[string]struct {
+		cmd     []string
+		overlap bool // b's reader (from 17 s) overlaps a's
+	}{
+		"--holder the pipeline's: the hand's do not count, killed at 10 s + 6 s": {cmd: hubFence()},
+		"no --holder: every renewal counts, a runs until 20 s + 6 s":             {cmd: hubFence("--holder", "-"), overlap: true},
+		"--holder kubectl: only the hand's count, a runs 11 s to 26 s":           {cmd: hubFence("--holder", "kubectl"), overlap: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			b := fencedFailoverCmd(17, tc.cmd)
+			for s := 11; s <= 20; s++ {
+				rv := int64(120 + s)
+				b.rec.Events = append(b.rec.Events, Event{Cluster: "member-a", Kind: kindFences, Type: Modified, Recv: sec(float64(s) + 0.05), RVLo: rv, RVHi: rv,
+					Obj: ObjInfo{UID: "la", Name: "p1-fence", RV: rv, Holder: "kubectl", Renew: "hand" + sec(float64(s)).String()}})
+				b.sample("member-a", float64(s)-0.01, rv-1, "pa")
+			}
+			res := Check(&b.rec)
+			if got := res.Counts()[InvStopFirst] > 0; got != tc.overlap {
+				t.Errorf("stop-before-start violated: %v, want %v\n%v", got, tc.overlap, res.Violations)
 			}
 		})
 	}

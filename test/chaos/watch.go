@@ -30,7 +30,8 @@ const (
 	kindPods      = "pods"
 	kindPipelines = "cdcpipelines"
 	kindLeases    = "readerleases"
-	// kindFences are the fence Leases the hub renews in members for fenced placements.
+	// kindFences are the Leases of members' namespaces: those the hub renews for fenced
+	// placements and any other a fence may read.
 	kindFences = "fenceleases"
 )
 
@@ -70,9 +71,11 @@ var (
 // coordinatorSelector selects coordinator pods: what reads a source is a pod.
 const coordinatorSelector = urutauv1alpha1.LabelApp + "=urutau-coordinator"
 
+// memberStreams are what the recorder watches in a member. Every Lease, labelled or not: a fence
+// reads its Lease by name, so a renewal written by hand counts as much as the hub's.
 func memberStreams(ns string) []stream {
 	out := []stream{{kind: kindPods, gvr: podsGVR, ns: ns, selector: coordinatorSelector},
-		{kind: kindFences, gvr: fencesGVR, ns: ns, selector: urutauv1alpha1.LabelHubPipelineUID}}
+		{kind: kindFences, gvr: fencesGVR, ns: ns}}
 	for _, k := range sortedKinds() {
 		out = append(out, stream{kind: k, gvr: memberObjectKinds[k], ns: ns, selector: urutauv1alpha1.LabelHubPipelineUID})
 	}

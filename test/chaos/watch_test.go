@@ -118,3 +118,24 @@ func TestPodCommandRecorded(t *testing.T) {
 		})
 	}
 }
+
+// The recorder watches what a fence or a reader may be, whoever wrote it: every Lease of the
+// namespace (a fence reads its Lease by name), coordinator pods by their app label.
+func TestMemberStreams(t *testing.T) {
+	want := map[string]string{kindPods: coordinatorSelector, kindFences: ""}
+	for k := range memberObjectKinds {
+		want[k] = "urutau.io/hub-pipeline-uid"
+	}
+	got := map[string]string{}
+	for _, s := range memberStreams("chaos-0") {
+		if s.ns != "chaos-0" {
+			t.Errorf("%s watched in namespace %q, want chaos-0", s.kind, s.ns)
+		}
+		got[s.kind] = s.selector
+	}
+	for kind, sel := range want {
+		if g, ok := got[kind]; !ok || g != sel {
+			t.Errorf("%s: selector %q (watched: %v), want %q", kind, g, ok, sel)
+		}
+	}
+}
