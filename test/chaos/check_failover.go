@@ -34,22 +34,59 @@ func failoverMembers(rec *Recording, hub *clock, uid string) []failoverMember {
 }
 
 // loss is a stretch during which the hub surely could not reach Member: from the end of the op
-// that cut it (a stopped API server, a partition) to the start of the op that ended it (forever
-// when none did). Hang: the hub's connections were accepted and never answered, so a renewal it
-// sent may still land until 70 s later (the fence waits for that too).
+// that cut it (a stopped API server, a partition) to the start of the op that ended its last cut
+// (forever when none did). Hang: a cut of it hung the hub's connections (accepted, never
+// answered) from HangFrom on, so a renewal the hub sent may still land until 70 s later (the
+// fence waits for that too).
 type loss struct {
-	Member string
-	In     span
-	Hang   bool
-	Op     int
+	Member   string
+	In       span
+	Hang     bool
+	HangFrom Stamp
+	Op       int
 }
 
-// losses are the stretches the ops cut a member off from the hub.
+// deadline is when a failover pipeline must have left the member l cut off, with threshold.
+func (l loss) deadline(b Bounds, threshold time.Duration) Stamp {
+	d := l.In.from + failoverBound(b, threshold, false)
+	if l.Hang {
+		d = max(d, l.HangFrom+failoverBound(b, threshold, true))
+	}
+	return d
+}
+
+// The cuts a loss of a member is made of.
+const (
+	cutStopped     = "stopped"
+	cutPartitioned = "partitioned"
+)
+
+// losses are the stretches the ops cut a member off from the hub: one per member, not per cut,
+// so a member both stopped and partitioned stays lost until both end.
 func losses(ops []OpRecord) []loss {
 	var out []loss
 	open := map[string]int{}
-	end := func(m string, at Stamp) {
-		if i, ok := open[m]; ok {
+	cuts := map[string]map[string]bool{}
+	begin := func(o OpRecord, m, cut string, hang bool) {
+		if o.Err != "" {
+			return
+		}
+		if cuts[m] == nil {
+			cuts[m] = map[string]bool{}
+		}
+		cuts[m][cut] = true
+		i, ok := open[m]
+		if !ok {
+			i, open[m] = len(out), len(out)
+			out = append(out, loss{Member: m, In: span{o.End, forever}, Op: o.Index})
+		}
+		if hang && !out[i].Hang {
+			out[i].Hang, out[i].HangFrom = true, o.End
+		}
+	}
+	end := func(m, cut string, at Stamp) {
+		delete(cuts[m], cut)
+		if i, ok := open[m]; ok && len(cuts[m]) == 0 {
 			out[i].In.to = at
 			delete(open, m)
 		}
@@ -57,22 +94,17 @@ func losses(ops []OpRecord) []loss {
 	for _, o := range ops {
 		switch op := o.Op.(type) {
 		case StopMember:
-			if _, ok := open[op.Member]; !ok && o.Err == "" {
-				open[op.Member] = len(out)
-				out = append(out, loss{Member: op.Member, In: span{o.End, forever}, Op: o.Index})
-			}
+			begin(o, op.Member, cutStopped, false)
 		case Partition:
-			if _, ok := open[op.Member]; !ok && o.Err == "" {
-				open[op.Member] = len(out)
-				out = append(out, loss{Member: op.Member, In: span{o.End, forever}, Hang: op.Hang, Op: o.Index})
-			}
+			begin(o, op.Member, cutPartitioned, op.Hang)
 		case StartMember:
-			end(op.Member, o.Start)
+			end(op.Member, cutStopped, o.Start)
 		case Reconnect:
-			end(op.Member, o.Start)
+			end(op.Member, cutPartitioned, o.Start)
 		case Heal:
 			for _, m := range Members {
-				end(m, o.Start)
+				end(m, cutStopped, o.Start)
+				end(m, cutPartitioned, o.Start)
 			}
 		}
 	}
@@ -115,7 +147,7 @@ func failoverWindows(cc *checkContext) []failoverWindow {
 			if memberAt(members, l.In.from) != l.Member {
 				continue
 			}
-			d := l.In.from + failoverBound(cc.rec.Bounds, ms(f.Failover.ThresholdMillis), l.Hang)
+			d := l.deadline(cc.rec.Bounds, ms(f.Failover.ThresholdMillis))
 			if l.In.to < d || (f.DeleteOp != nil && f.DeleteOp.Start < d) || cc.disturbed(f, l, d, ls) {
 				continue
 			}
@@ -239,7 +271,7 @@ func checkFailover(cc *checkContext, res *Result) {
 		res.Violations = append(res.Violations, Violation{Invariant: InvFailover,
 			Summary: fmt.Sprintf("pipeline %s still ran on %s at %s, lost since op #%02d at %s (threshold %s, bound %s)",
 				pipeName(w.f), w.l.Member, stampString(w.deadline), w.l.Op, stampString(w.l.In.from),
-				ms(w.f.Failover.ThresholdMillis), failoverBound(cc.rec.Bounds, ms(w.f.Failover.ThresholdMillis), w.l.Hang)),
+				ms(w.f.Failover.ThresholdMillis), w.deadline-w.l.In.from),
 			Evidence: ev})
 	}
 }
