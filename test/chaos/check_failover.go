@@ -133,8 +133,8 @@ type failoverWindow struct {
 // failoverWindows are the losses I6 judges: the member a failover pipeline surely ran on (its
 // status said so when the loss began) stays lost until the deadline, the pipeline is neither
 // deleted nor terminated before it, no hub process is killed, started or failed over from 15 s
-// before the loss to the deadline, and every other named candidate answers and stays in the
-// inventory throughout.
+// before the loss to the deadline, and some other named candidate answers and stays in the
+// inventory throughout (the hub needs one place to move to, not all).
 func failoverWindows(cc *checkContext) []failoverWindow {
 	var out []failoverWindow
 	ls := losses(cc.rec.Ops)
@@ -173,8 +173,8 @@ func memberAt(ms []failoverMember, t Stamp) string {
 }
 
 // disturbed tells whether something other than the loss may keep the hub from failing f over
-// by d: a hub process killed, started or failed over (or none running), f terminated, another
-// candidate lost or out of the inventory, or (with a candidate selector) a label changed.
+// by d: a hub process killed, started or failed over (or none running), f terminated, no other
+// named candidate usable, or (with a candidate selector) a label changed.
 func (cc *checkContext) disturbed(f *pipelineFacts, l loss, d Stamp, ls []loss) bool {
 	win := span{l.In.from - 15*time.Second, d}
 	for _, t := range terminatedSpans(cc.rec.Ops, f.UID) {
@@ -182,18 +182,9 @@ func (cc *checkContext) disturbed(f *pipelineFacts, l loss, d Stamp, ls []loss) 
 			return true
 		}
 	}
-	gone := map[string]bool{}
 	for _, o := range cc.rec.Ops {
 		if o.Start > win.to {
 			break
-		}
-		switch op := o.Op.(type) {
-		case Deregister:
-			gone[op.Member] = true
-		case Register:
-			delete(gone, op.Member)
-		case Heal:
-			clear(gone)
 		}
 		if o.End < win.from {
 			continue
@@ -211,16 +202,53 @@ func (cc *checkContext) disturbed(f *pipelineFacts, l loss, d Stamp, ls []loss) 
 		}
 	}
 	for _, c := range f.Failover.Candidates {
-		if c != l.Member && gone[c] {
-			return true
+		if c != l.Member && usable(cc.rec.Ops, ls, c, win) {
+			return false
 		}
 	}
-	for _, o := range ls {
-		if o.Member != l.Member && slices.Contains(f.Failover.Candidates, o.Member) && !o.In.overlap(win).empty() {
-			return true
+	return true
+}
+
+// usable tells whether the hub surely reaches member m, in its inventory, all through win.
+func usable(ops []OpRecord, ls []loss, m string, win span) bool {
+	for _, l := range ls {
+		if l.Member == m && !l.In.overlap(win).empty() {
+			return false
 		}
 	}
-	return false
+	for _, out := range outOfInventory(ops, m) {
+		if !out.overlap(win).empty() {
+			return false
+		}
+	}
+	return true
+}
+
+// outOfInventory are the stretches member m may have been out of the hub's inventory: from the
+// start of a deregister to the end of the register (or heal) that brought it back.
+func outOfInventory(ops []OpRecord, m string) []span {
+	var out []span
+	from, in := Stamp(0), true
+	for _, o := range ops {
+		switch op := o.Op.(type) {
+		case Deregister:
+			if op.Member == m && in {
+				from, in = o.Start, false
+			}
+		case Register:
+			if op.Member == m && !in {
+				out, in = append(out, span{from, o.End}), true
+			}
+		case Heal:
+			if !in {
+				out, in = append(out, span{from, o.End}), true
+			}
+		}
+	}
+	if !in {
+		out = append(out, span{from, forever})
+	}
+	return out
 }
 
 // checkFailover (I6): a failover pipeline leaves a member it surely ran on, lost for good,

@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"cmp"
 	"reflect"
 	"strings"
 	"testing"
@@ -186,34 +187,47 @@ func TestCheckFailoverLiveness(t *testing.T) {
 		b.hubSample(recv-0.2, rv-1)
 		return b
 	}
+	abc := []string{"member-a", "member-b", "member-c"}
+	// a is lost at 10.1 s; the deadline is 37.1 s; b's reader surely runs from bStart+0.1 (17 s).
 	for name, tc := range map[string]struct {
-		movedAt float64 // 0: never
-		restart float64 // a started again at (0: never)
-		extra   Op      // an op at 20 s
-		want    int     // I6 violations
-		windows int
+		candidates []string // nil: a and b
+		movedAt    float64  // 0: never
+		moveTo     string   // "": member-b
+		bStart     float64  // 0: 17
+		restart    float64  // a started again at (0: never)
+		extra      []Op     // ops at 20 s, 21 s, ...
+		want       int      // I6 violations
+		windows    int
 	}{
-		"a hub killed meanwhile: not judged":           {extra: KillHub{Hub: 0}, windows: 0},
-		"b out of the inventory meanwhile: not judged": {extra: Deregister{Member: "member-b"}, windows: 0},
-		"p1 terminated meanwhile: not judged":          {extra: Terminate{Name: "p1"}, windows: 0},
-		"another member partitioned: still judged":     {extra: Partition{Member: "member-c"}, want: 1, windows: 1},
+		"a hub killed meanwhile: not judged":           {extra: []Op{KillHub{Hub: 0}}, windows: 0},
+		"b out of the inventory meanwhile: not judged": {extra: []Op{Deregister{Member: "member-b"}}, windows: 0},
+		"p1 terminated meanwhile: not judged":          {extra: []Op{Terminate{Name: "p1"}}, windows: 0},
+		"another member partitioned: still judged":     {extra: []Op{Partition{Member: "member-c"}}, want: 1, windows: 1},
 		"moved within the bound":                       {movedAt: 25, want: 0, windows: 1},
 		"never moved":                                  {want: 1, windows: 1},
 		"moved too late":                               {movedAt: 60, want: 1, windows: 1},
 		"a back before the deadline: not judged":       {restart: 20, want: 0, windows: 0},
 		"a back after the deadline, never moved":       {restart: 80, want: 1, windows: 1},
+		// Judged while some other named candidate stays usable.
+		"c lost meanwhile, b usable: judged":                      {candidates: abc, extra: []Op{Partition{Member: "member-c"}}, want: 1, windows: 1},
+		"c out of the inventory, b usable: judged, moved":         {candidates: abc, movedAt: 25, extra: []Op{Deregister{Member: "member-c"}}, want: 0, windows: 1},
+		"b and c lost meanwhile: not judged":                      {candidates: abc, extra: []Op{StopMember{Member: "member-b"}, Partition{Member: "member-c"}}, windows: 0},
+		"b stopped, c out of the inventory meanwhile: not judged": {candidates: abc, extra: []Op{StopMember{Member: "member-b"}, Deregister{Member: "member-c"}}, windows: 0},
 	} {
 		t.Run(name, func(t *testing.T) {
-			b := fencedFailover(17)
+			b := fencedFailover(cmp.Or(tc.bStart, 17))
+			if tc.candidates != nil {
+				b.rec.Ops[0].Pipelines[0].Failover.Candidates = tc.candidates
+			}
 			status(b, "member-a", 10, 2)
 			if tc.movedAt > 0 {
-				status(b, "member-b", 300, tc.movedAt)
+				status(b, cmp.Or(tc.moveTo, "member-b"), 300, tc.movedAt)
 			}
 			if tc.restart > 0 {
 				b.op(StartMember{Member: "member-a"}, tc.restart, tc.restart+1)
 			}
-			if tc.extra != nil {
-				b.op(tc.extra, 20, 20.1, PipelineRef{Name: "p1", UID: "u1"})
+			for i, o := range tc.extra {
+				b.op(o, 20+float64(i), 20.1+float64(i), PipelineRef{Name: "p1", UID: "u1"})
 			}
 			res := Check(&b.rec)
 			if got := res.Counts()[InvFailover]; got != tc.want {
