@@ -252,8 +252,9 @@ func outOfInventory(ops []OpRecord, m string) []span {
 }
 
 // checkFailover (I6): a failover pipeline leaves a member it surely ran on, lost for good,
-// within failoverBound, with no person acting: its status.failover.member names another member
-// by the deadline (the earliest moment that write may have been committed is not after it).
+// within failoverBound, with no person acting: by the deadline its status.failover.member names
+// another member (the earliest moment that write may have been committed is not after it) and,
+// if that member stayed usable, a reader surely ran there: a status alone moves nothing.
 func checkFailover(cc *checkContext, res *Result) {
 	for _, f := range sortedPipes(cc.pipes) {
 		if f.Failover == nil {
@@ -270,38 +271,77 @@ func checkFailover(cc *checkContext, res *Result) {
 			res.Notes = append(res.Notes, fmt.Sprintf("fenced reader of %s: %s", cc.nameOf(p.Pipeline), p))
 		}
 	}
+	ls := losses(cc.rec.Ops)
 	for _, w := range failoverWindows(cc) {
-		members := failoverMembers(cc.rec, cc.clocks[hubCluster], w.f.UID)
-		moved := forever
-		to := ""
-		for _, m := range members {
-			if m.At.to > w.l.In.from && m.Member != "" && m.Member != w.l.Member {
-				moved, to = m.At.from, m.Member
-				break
-			}
-		}
-		if moved <= w.deadline {
-			started := forever
-			for _, p := range cc.podsOf(w.f.UID, to) {
-				if p.Sure.from > w.l.In.from {
-					started = min(started, p.Sure.from)
-				}
-			}
-			res.Notes = append(res.Notes, fmt.Sprintf("%s: %s left %s (lost by op #%02d at %s) for %s: decided by %s, a reader there from %s (bound %s)",
-				InvFailover, pipeName(w.f), w.l.Member, w.l.Op, stampString(w.l.In.from), to,
-				stampString(moved), stampString(started), stampString(w.deadline)))
+		moves := cc.movesOff(w, ls)
+		if i := slices.IndexFunc(moves, func(m failoverMove) bool { return m.passes(w.deadline) }); i >= 0 {
+			m := moves[i]
+			res.Notes = append(res.Notes, fmt.Sprintf("%s: %s left %s (lost by op #%02d at %s) for %s: decided by %s, a reader there from %s (usable throughout: %v; bound %s)",
+				InvFailover, pipeName(w.f), w.l.Member, w.l.Op, stampString(w.l.In.from), m.Member,
+				stampString(m.At.from), stampString(m.reader), m.usable, stampString(w.deadline)))
 			continue
 		}
-		var ev []string
-		for _, m := range members {
-			ev = append(ev, fmt.Sprintf("status.failover.member %q committed within %s", m.Member, m.At))
-		}
-		res.Violations = append(res.Violations, Violation{Invariant: InvFailover,
-			Summary: fmt.Sprintf("pipeline %s still ran on %s at %s, lost since op #%02d at %s (threshold %s, bound %s)",
-				pipeName(w.f), w.l.Member, stampString(w.deadline), w.l.Op, stampString(w.l.In.from),
-				ms(w.f.Failover.ThresholdMillis), w.deadline-w.l.In.from),
-			Evidence: ev})
+		res.Violations = append(res.Violations, failoverViolation(cc, w, moves))
 	}
+}
+
+// failoverMove is a version of status.failover.member that names another member than the lost
+// one, with when a reader surely ran there first (forever: never) and whether that member
+// stayed usable from the loss to the deadline.
+type failoverMove struct {
+	failoverMember
+	reader Stamp
+	usable bool
+}
+
+// passes tells whether the move may have been decided by d and, where the hub could start a
+// reader there, one surely ran by d.
+func (m failoverMove) passes(d Stamp) bool {
+	return m.At.from <= d && (m.reader <= d || !m.usable)
+}
+
+// movesOff are the versions of w's pipeline's status that may have moved it off the lost member.
+func (cc *checkContext) movesOff(w failoverWindow, ls []loss) []failoverMove {
+	var out []failoverMove
+	for _, m := range failoverMembers(cc.rec, cc.clocks[hubCluster], w.f.UID) {
+		if m.At.to <= w.l.In.from || m.Member == "" || m.Member == w.l.Member {
+			continue
+		}
+		mv := failoverMove{failoverMember: m, reader: forever, usable: usable(cc.rec.Ops, ls, m.Member, span{w.l.In.from, w.deadline})}
+		for _, p := range cc.podsOf(w.f.UID, m.Member) {
+			// A reader a person made there is no failover.
+			if p.hand == nil && !p.Sure.empty() && p.Sure.to > w.l.In.from {
+				mv.reader = min(mv.reader, max(p.Sure.from, w.l.In.from))
+			}
+		}
+		out = append(out, mv)
+	}
+	return out
+}
+
+// failoverViolation says how w's pipeline failed to leave the lost member in time.
+func failoverViolation(cc *checkContext, w failoverWindow, moves []failoverMove) Violation {
+	var ev []string
+	for _, m := range failoverMembers(cc.rec, cc.clocks[hubCluster], w.f.UID) {
+		ev = append(ev, fmt.Sprintf("status.failover.member %q committed within %s", m.Member, m.At))
+	}
+	what := fmt.Sprintf("pipeline %s still ran on %s at %s", pipeName(w.f), w.l.Member, stampString(w.deadline))
+	for _, m := range moves {
+		if m.At.from <= w.deadline {
+			what = fmt.Sprintf("pipeline %s moved from %s to %s (decided by %s), but no reader surely ran there by %s (first from %s)",
+				pipeName(w.f), w.l.Member, m.Member, stampString(m.At.from), stampString(w.deadline), stampString(m.reader))
+			break
+		}
+	}
+	for _, p := range cc.pods {
+		if p.Pipeline == w.f.UID && p.Cluster != w.l.Member {
+			ev = append(ev, p.String())
+		}
+	}
+	return Violation{Invariant: InvFailover,
+		Summary: fmt.Sprintf("%s, lost since op #%02d at %s (threshold %s, bound %s)", what, w.l.Op, stampString(w.l.In.from),
+			ms(w.f.Failover.ThresholdMillis), w.deadline-w.l.In.from),
+		Evidence: ev}
 }
 
 // checkOneMember (I1 stop before start, failover placements): a failover pipeline runs on one

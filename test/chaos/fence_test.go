@@ -208,6 +208,11 @@ func TestCheckFailoverLiveness(t *testing.T) {
 		"moved too late":                               {movedAt: 60, want: 1, windows: 1},
 		"a back before the deadline: not judged":       {restart: 20, want: 0, windows: 0},
 		"a back after the deadline, never moved":       {restart: 80, want: 1, windows: 1},
+		// A move passes once a reader surely ran where it went, when that member stayed usable.
+		"moved in time, b's reader only after the deadline": {movedAt: 25, bStart: 50, want: 1, windows: 1},
+		"moved in time to c, no reader there":               {candidates: abc, movedAt: 25, moveTo: "member-c", want: 1, windows: 1},
+		"moved in time to c, lost meanwhile: the move is all the hub could do": {candidates: abc, movedAt: 25, moveTo: "member-c",
+			extra: []Op{Partition{Member: "member-c"}}, want: 0, windows: 1},
 		// Judged while some other named candidate stays usable.
 		"c lost meanwhile, b usable: judged":                      {candidates: abc, extra: []Op{Partition{Member: "member-c"}}, want: 1, windows: 1},
 		"c out of the inventory, b usable: judged, moved":         {candidates: abc, movedAt: 25, extra: []Op{Deregister{Member: "member-c"}}, want: 0, windows: 1},
