@@ -266,37 +266,6 @@ func TestInstall(t *testing.T) {
 	}
 }
 
-func TestParse(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		args []string
-		err  string // "" when valid
-	}{
-		{"valid", []string{"--lease", "ns/l", "--ttl", "20s", "--", "x"}, ""},
-		{"no namespace", []string{"--lease", "l", "--ttl", "20s", "--", "x"}, "--lease"},
-		{"no ttl", []string{"--lease", "ns/l", "--", "x"}, "ttl"},
-		{"no command", []string{"--lease", "ns/l", "--ttl", "20s"}, "no command"},
-		{"polls slower than the ttl", []string{"--lease", "ns/l", "--ttl", "2s", "--poll", "2s", "--", "x"}, "shorter than --ttl"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			var stderr strings.Builder
-			o, err := parse(tc.args, &stderr)
-			if tc.err == "" {
-				if err != nil {
-					t.Fatal(err)
-				}
-				if o.poll != 2*time.Second || o.requestTimeout != 5*time.Second || o.cfg.Grace != 10*time.Second {
-					t.Fatalf("defaults: poll %v, request timeout %v, grace %v", o.poll, o.requestTimeout, o.cfg.Grace)
-				}
-				return
-			}
-			if err == nil || !strings.Contains(err.Error(), tc.err) {
-				t.Fatalf("parse() = %v, want an error about %q", err, tc.err)
-			}
-		})
-	}
-}
-
 func waitFor(t *testing.T, within time.Duration, cond func() bool, what string) {
 	t.Helper()
 	deadline := time.Now().Add(within)

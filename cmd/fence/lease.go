@@ -10,6 +10,8 @@ import (
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/urutau-io/fleet/internal/fence"
 )
 
 // leaseReader reads the fence Lease with plain GETs: a GET without a resourceVersion is a quorum
@@ -18,11 +20,11 @@ import (
 type leaseReader struct {
 	client *http.Client
 	url    string
-	holder string
+	o      fence.CommandLine
 }
 
-func newLeaseReader(o options) (*leaseReader, error) {
-	cfg, err := restConfig(o.kubeconfig)
+func newLeaseReader(o fence.CommandLine) (*leaseReader, error) {
+	cfg, err := restConfig(o.Kubeconfig)
 	if err != nil {
 		return nil, err
 	}
@@ -33,11 +35,11 @@ func newLeaseReader(o options) (*leaseReader, error) {
 	if err != nil {
 		return nil, fmt.Errorf("building the API client: %w", err)
 	}
-	u, err := url.JoinPath(cfg.Host, "apis/coordination.k8s.io/v1/namespaces", o.namespace, "leases", o.name)
+	u, err := url.JoinPath(cfg.Host, "apis/coordination.k8s.io/v1/namespaces", o.Namespace, "leases", o.Name)
 	if err != nil {
 		return nil, fmt.Errorf("the Lease URL from host %q: %w", cfg.Host, err)
 	}
-	return &leaseReader{client: hc, url: u, holder: o.holder}, nil
+	return &leaseReader{client: hc, url: u, o: o}, nil
 }
 
 func restConfig(kubeconfig string) (*rest.Config, error) {
@@ -92,8 +94,11 @@ func (l *leaseReader) token(ctx context.Context) (string, error) {
 	if err := json.Unmarshal(body, &lease); err != nil {
 		return "", fmt.Errorf("decoding the Lease: %w", err)
 	}
-	s := lease.Spec
-	if s.RenewTime == nil || (l.holder != "" && (s.HolderIdentity == nil || *s.HolderIdentity != l.holder)) {
+	s, holder := lease.Spec, ""
+	if s.HolderIdentity != nil {
+		holder = *s.HolderIdentity
+	}
+	if s.RenewTime == nil || !l.o.Counts(holder) {
 		return "", nil
 	}
 	return *s.RenewTime, nil

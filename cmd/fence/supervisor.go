@@ -25,7 +25,7 @@ const exitNotFound = 127
 
 // supervisor carries out internal/fence's decisions on one command.
 type supervisor struct {
-	o      options
+	o      fence.CommandLine
 	leases *leaseReader
 	now    clock
 	log    *log.Logger
@@ -38,7 +38,7 @@ type supervisor struct {
 	lastLog string
 }
 
-func newSupervisor(o options, leases *leaseReader, now clock, stderr io.Writer) *supervisor {
+func newSupervisor(o fence.CommandLine, leases *leaseReader, now clock, stderr io.Writer) *supervisor {
 	return &supervisor{o: o, leases: leases, now: now, log: log.New(stderr, "fence: ", log.LstdFlags|log.Lmicroseconds|log.LUTC)}
 }
 
@@ -52,11 +52,11 @@ func (s *supervisor) run() int {
 	sigs := make(chan os.Signal, 16)
 	signal.Notify(sigs, syscall.SIGCHLD, syscall.SIGTERM, syscall.SIGINT, syscall.SIGQUIT,
 		syscall.SIGHUP, syscall.SIGUSR1, syscall.SIGUSR2)
-	s.log.Printf("lease %s/%s, ttl %v, grace %v, poll %v: waiting for a renewal", s.o.namespace, s.o.name, s.o.cfg.TTL, s.o.cfg.Grace, s.o.poll)
+	s.log.Printf("lease %s/%s, ttl %v, grace %v, poll %v: waiting for a renewal", s.o.Namespace, s.o.Name, s.o.Config.TTL, s.o.Config.Grace, s.o.Poll)
 	timer := time.NewTimer(0)
 	for {
 		var d fence.Decision
-		s.st, d = fence.Step(s.o.cfg, s.st, s.now())
+		s.st, d = fence.Step(s.o.Config, s.st, s.now())
 		if code, done := s.act(d); done {
 			return code
 		}
@@ -83,7 +83,7 @@ func (s *supervisor) act(d fence.Decision) (code int, done bool) {
 	switch d.Action {
 	case fence.Start:
 		if err := s.start(); err != nil {
-			s.log.Printf("cannot start %q: %v", s.o.command[0], err)
+			s.log.Printf("cannot start %q: %v", s.o.Command[0], err)
 			return exitNotFound, true
 		}
 	case fence.Stop:
@@ -108,7 +108,7 @@ func (s *supervisor) logDecision(d fence.Decision) {
 }
 
 func (s *supervisor) start() error {
-	cmd := exec.Command(s.o.command[0], s.o.command[1:]...)
+	cmd := exec.Command(s.o.Command[0], s.o.Command[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	// Its own process group, so a stop reaches whatever it started too; and killed if the fence
 	// dies without being PID 1 (as PID 1 its death ends the container anyway).
@@ -119,7 +119,7 @@ func (s *supervisor) start() error {
 	s.child = cmd.Process.Pid
 	// The loop reaps with wait4 (it reaps orphans too, as PID 1): the handle is not needed.
 	_ = cmd.Process.Release()
-	s.log.Printf("started %q, pid %d", s.o.command[0], s.child)
+	s.log.Printf("started %q, pid %d", s.o.Command[0], s.child)
 	return nil
 }
 
@@ -166,7 +166,7 @@ func (s *supervisor) reap() (code int, done bool) {
 		s.signalGroup(syscall.SIGKILL)
 		s.child = 0
 		byItself := s.st.Phase == fence.Running && !s.st.ShuttingDown
-		s.log.Printf("%q exited: %v", s.o.command[0], describe(ws))
+		s.log.Printf("%q exited: %v", s.o.Command[0], describe(ws))
 		s.st = s.st.Exited()
 		if byItself {
 			return s.status, true
@@ -194,7 +194,7 @@ func (s *supervisor) pollLoop(ctx context.Context, polls chan<- fence.Poll) {
 	var lastErr string
 	for ctx.Err() == nil {
 		sent := s.now()
-		rctx, cancel := context.WithTimeout(ctx, s.o.requestTimeout)
+		rctx, cancel := context.WithTimeout(ctx, s.o.RequestTimeout)
 		tok, err := s.leases.token(rctx)
 		cancel()
 		switch {
@@ -215,7 +215,7 @@ func (s *supervisor) pollLoop(ctx context.Context, polls chan<- fence.Poll) {
 			}
 		}
 		select {
-		case <-time.After(s.o.poll):
+		case <-time.After(s.o.Poll):
 		case <-ctx.Done():
 			return
 		}

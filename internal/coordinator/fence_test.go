@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"io"
 	"slices"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
+	"github.com/urutau-io/fleet/internal/fence"
 )
 
 // A fenced render is the unfenced one plus the fence, in three places only: take those away and
@@ -59,6 +61,15 @@ func unfence(t *testing.T, p *urutauv1alpha1.CDCPipeline, w *Workload) {
 	want := []string{"/urutau-fence/fence", "--lease", p.Namespace + "/" + p.Name + "-fence", "--ttl", "20s", "--grace", "10s", "--holder", string(p.UID), "--"}
 	if !slices.Equal(c.Command[:len(want)], want) || c.Command[len(want)] != "urutau-coordinator" {
 		t.Fatalf("command %q: want the fence's %q, then the urutau command", c.Command, want)
+	}
+	parsed, err := fence.ParseCommandLine(c.Command[1:], io.Discard)
+	if err != nil {
+		t.Fatalf("the fence refuses the rendered command line %q: %v", c.Command, err)
+	}
+	wantCfg := fence.Config{TTL: testFence.TTL, Grace: testFence.Grace}
+	if parsed.Namespace != p.Namespace || parsed.Name != FenceLeaseName(p.Name) || parsed.Config != wantCfg ||
+		parsed.Holder != string(p.UID) || !slices.Equal(parsed.Command, c.Command[len(want):]) {
+		t.Fatalf("the fence reads the rendered command line as %+v", parsed)
 	}
 	c.Command = c.Command[len(want):]
 	last := func(n int) bool { return n > 0 }

@@ -34,22 +34,59 @@ func failoverMembers(rec *Recording, hub *clock, uid string) []failoverMember {
 }
 
 // loss is a stretch during which the hub surely could not reach Member: from the end of the op
-// that cut it (a stopped API server, a partition) to the start of the op that ended it (forever
-// when none did). Hang: the hub's connections were accepted and never answered, so a renewal it
-// sent may still land until 70 s later (the fence waits for that too).
+// that cut it (a stopped API server, a partition) to the start of the op that ended its last cut
+// (forever when none did). Hang: a cut of it hung the hub's connections (accepted, never
+// answered) from HangFrom on, so a renewal the hub sent may still land until 70 s later (the
+// fence waits for that too).
 type loss struct {
-	Member string
-	In     span
-	Hang   bool
-	Op     int
+	Member   string
+	In       span
+	Hang     bool
+	HangFrom Stamp
+	Op       int
 }
 
-// losses are the stretches the ops cut a member off from the hub.
+// deadline is when a failover pipeline must have left the member l cut off, with threshold.
+func (l loss) deadline(b Bounds, threshold time.Duration) Stamp {
+	d := l.In.from + failoverBound(b, threshold, false)
+	if l.Hang {
+		d = max(d, l.HangFrom+failoverBound(b, threshold, true))
+	}
+	return d
+}
+
+// The cuts a loss of a member is made of.
+const (
+	cutStopped     = "stopped"
+	cutPartitioned = "partitioned"
+)
+
+// losses are the stretches the ops cut a member off from the hub: one per member, not per cut,
+// so a member both stopped and partitioned stays lost until both end.
 func losses(ops []OpRecord) []loss {
 	var out []loss
 	open := map[string]int{}
-	end := func(m string, at Stamp) {
-		if i, ok := open[m]; ok {
+	cuts := map[string]map[string]bool{}
+	begin := func(o OpRecord, m, cut string, hang bool) {
+		if o.Err != "" {
+			return
+		}
+		if cuts[m] == nil {
+			cuts[m] = map[string]bool{}
+		}
+		cuts[m][cut] = true
+		i, ok := open[m]
+		if !ok {
+			i, open[m] = len(out), len(out)
+			out = append(out, loss{Member: m, In: span{o.End, forever}, Op: o.Index})
+		}
+		if hang && !out[i].Hang {
+			out[i].Hang, out[i].HangFrom = true, o.End
+		}
+	}
+	end := func(m, cut string, at Stamp) {
+		delete(cuts[m], cut)
+		if i, ok := open[m]; ok && len(cuts[m]) == 0 {
 			out[i].In.to = at
 			delete(open, m)
 		}
@@ -57,22 +94,17 @@ func losses(ops []OpRecord) []loss {
 	for _, o := range ops {
 		switch op := o.Op.(type) {
 		case StopMember:
-			if _, ok := open[op.Member]; !ok && o.Err == "" {
-				open[op.Member] = len(out)
-				out = append(out, loss{Member: op.Member, In: span{o.End, forever}, Op: o.Index})
-			}
+			begin(o, op.Member, cutStopped, false)
 		case Partition:
-			if _, ok := open[op.Member]; !ok && o.Err == "" {
-				open[op.Member] = len(out)
-				out = append(out, loss{Member: op.Member, In: span{o.End, forever}, Hang: op.Hang, Op: o.Index})
-			}
+			begin(o, op.Member, cutPartitioned, op.Hang)
 		case StartMember:
-			end(op.Member, o.Start)
+			end(op.Member, cutStopped, o.Start)
 		case Reconnect:
-			end(op.Member, o.Start)
+			end(op.Member, cutPartitioned, o.Start)
 		case Heal:
 			for _, m := range Members {
-				end(m, o.Start)
+				end(m, cutStopped, o.Start)
+				end(m, cutPartitioned, o.Start)
 			}
 		}
 	}
@@ -101,8 +133,8 @@ type failoverWindow struct {
 // failoverWindows are the losses I6 judges: the member a failover pipeline surely ran on (its
 // status said so when the loss began) stays lost until the deadline, the pipeline is neither
 // deleted nor terminated before it, no hub process is killed, started or failed over from 15 s
-// before the loss to the deadline, and every other named candidate answers and stays in the
-// inventory throughout.
+// before the loss to the deadline, and some other named candidate answers and stays in the
+// inventory throughout (the hub needs one place to move to, not all).
 func failoverWindows(cc *checkContext) []failoverWindow {
 	var out []failoverWindow
 	ls := losses(cc.rec.Ops)
@@ -115,7 +147,7 @@ func failoverWindows(cc *checkContext) []failoverWindow {
 			if memberAt(members, l.In.from) != l.Member {
 				continue
 			}
-			d := l.In.from + failoverBound(cc.rec.Bounds, ms(f.Failover.ThresholdMillis), l.Hang)
+			d := l.deadline(cc.rec.Bounds, ms(f.Failover.ThresholdMillis))
 			if l.In.to < d || (f.DeleteOp != nil && f.DeleteOp.Start < d) || cc.disturbed(f, l, d, ls) {
 				continue
 			}
@@ -141,8 +173,8 @@ func memberAt(ms []failoverMember, t Stamp) string {
 }
 
 // disturbed tells whether something other than the loss may keep the hub from failing f over
-// by d: a hub process killed, started or failed over (or none running), f terminated, another
-// candidate lost or out of the inventory, or (with a candidate selector) a label changed.
+// by d: a hub process killed, started or failed over (or none running), f terminated, no other
+// named candidate usable, or (with a candidate selector) a label changed.
 func (cc *checkContext) disturbed(f *pipelineFacts, l loss, d Stamp, ls []loss) bool {
 	win := span{l.In.from - 15*time.Second, d}
 	for _, t := range terminatedSpans(cc.rec.Ops, f.UID) {
@@ -150,18 +182,9 @@ func (cc *checkContext) disturbed(f *pipelineFacts, l loss, d Stamp, ls []loss) 
 			return true
 		}
 	}
-	gone := map[string]bool{}
 	for _, o := range cc.rec.Ops {
 		if o.Start > win.to {
 			break
-		}
-		switch op := o.Op.(type) {
-		case Deregister:
-			gone[op.Member] = true
-		case Register:
-			delete(gone, op.Member)
-		case Heal:
-			clear(gone)
 		}
 		if o.End < win.from {
 			continue
@@ -179,21 +202,59 @@ func (cc *checkContext) disturbed(f *pipelineFacts, l loss, d Stamp, ls []loss) 
 		}
 	}
 	for _, c := range f.Failover.Candidates {
-		if c != l.Member && gone[c] {
-			return true
+		if c != l.Member && usable(cc.rec.Ops, ls, c, win) {
+			return false
 		}
 	}
-	for _, o := range ls {
-		if o.Member != l.Member && slices.Contains(f.Failover.Candidates, o.Member) && !o.In.overlap(win).empty() {
-			return true
+	return true
+}
+
+// usable tells whether the hub surely reaches member m, in its inventory, all through win.
+func usable(ops []OpRecord, ls []loss, m string, win span) bool {
+	for _, l := range ls {
+		if l.Member == m && !l.In.overlap(win).empty() {
+			return false
 		}
 	}
-	return false
+	for _, out := range outOfInventory(ops, m) {
+		if !out.overlap(win).empty() {
+			return false
+		}
+	}
+	return true
+}
+
+// outOfInventory are the stretches member m may have been out of the hub's inventory: from the
+// start of a deregister to the end of the register (or heal) that brought it back.
+func outOfInventory(ops []OpRecord, m string) []span {
+	var out []span
+	from, in := Stamp(0), true
+	for _, o := range ops {
+		switch op := o.Op.(type) {
+		case Deregister:
+			if op.Member == m && in {
+				from, in = o.Start, false
+			}
+		case Register:
+			if op.Member == m && !in {
+				out, in = append(out, span{from, o.End}), true
+			}
+		case Heal:
+			if !in {
+				out, in = append(out, span{from, o.End}), true
+			}
+		}
+	}
+	if !in {
+		out = append(out, span{from, forever})
+	}
+	return out
 }
 
 // checkFailover (I6): a failover pipeline leaves a member it surely ran on, lost for good,
-// within failoverBound, with no person acting: its status.failover.member names another member
-// by the deadline (the earliest moment that write may have been committed is not after it).
+// within failoverBound, with no person acting: by the deadline its status.failover.member names
+// another member (the earliest moment that write may have been committed is not after it) and,
+// if that member stayed usable, a reader surely ran there: a status alone moves nothing.
 func checkFailover(cc *checkContext, res *Result) {
 	for _, f := range sortedPipes(cc.pipes) {
 		if f.Failover == nil {
@@ -210,38 +271,77 @@ func checkFailover(cc *checkContext, res *Result) {
 			res.Notes = append(res.Notes, fmt.Sprintf("fenced reader of %s: %s", cc.nameOf(p.Pipeline), p))
 		}
 	}
+	ls := losses(cc.rec.Ops)
 	for _, w := range failoverWindows(cc) {
-		members := failoverMembers(cc.rec, cc.clocks[hubCluster], w.f.UID)
-		moved := forever
-		to := ""
-		for _, m := range members {
-			if m.At.to > w.l.In.from && m.Member != "" && m.Member != w.l.Member {
-				moved, to = m.At.from, m.Member
-				break
-			}
-		}
-		if moved <= w.deadline {
-			started := forever
-			for _, p := range cc.podsOf(w.f.UID, to) {
-				if p.Sure.from > w.l.In.from {
-					started = min(started, p.Sure.from)
-				}
-			}
-			res.Notes = append(res.Notes, fmt.Sprintf("%s: %s left %s (lost by op #%02d at %s) for %s: decided by %s, a reader there from %s (bound %s)",
-				InvFailover, pipeName(w.f), w.l.Member, w.l.Op, stampString(w.l.In.from), to,
-				stampString(moved), stampString(started), stampString(w.deadline)))
+		moves := cc.movesOff(w, ls)
+		if i := slices.IndexFunc(moves, func(m failoverMove) bool { return m.passes(w.deadline) }); i >= 0 {
+			m := moves[i]
+			res.Notes = append(res.Notes, fmt.Sprintf("%s: %s left %s (lost by op #%02d at %s) for %s: decided by %s, a reader there from %s (usable throughout: %v; bound %s)",
+				InvFailover, pipeName(w.f), w.l.Member, w.l.Op, stampString(w.l.In.from), m.Member,
+				stampString(m.At.from), stampString(m.reader), m.usable, stampString(w.deadline)))
 			continue
 		}
-		var ev []string
-		for _, m := range members {
-			ev = append(ev, fmt.Sprintf("status.failover.member %q committed within %s", m.Member, m.At))
-		}
-		res.Violations = append(res.Violations, Violation{Invariant: InvFailover,
-			Summary: fmt.Sprintf("pipeline %s still ran on %s at %s, lost since op #%02d at %s (threshold %s, bound %s)",
-				pipeName(w.f), w.l.Member, stampString(w.deadline), w.l.Op, stampString(w.l.In.from),
-				ms(w.f.Failover.ThresholdMillis), failoverBound(cc.rec.Bounds, ms(w.f.Failover.ThresholdMillis), w.l.Hang)),
-			Evidence: ev})
+		res.Violations = append(res.Violations, failoverViolation(cc, w, moves))
 	}
+}
+
+// failoverMove is a version of status.failover.member that names another member than the lost
+// one, with when a reader surely ran there first (forever: never) and whether that member
+// stayed usable from the loss to the deadline.
+type failoverMove struct {
+	failoverMember
+	reader Stamp
+	usable bool
+}
+
+// passes tells whether the move may have been decided by d and, where the hub could start a
+// reader there, one surely ran by d.
+func (m failoverMove) passes(d Stamp) bool {
+	return m.At.from <= d && (m.reader <= d || !m.usable)
+}
+
+// movesOff are the versions of w's pipeline's status that may have moved it off the lost member.
+func (cc *checkContext) movesOff(w failoverWindow, ls []loss) []failoverMove {
+	var out []failoverMove
+	for _, m := range failoverMembers(cc.rec, cc.clocks[hubCluster], w.f.UID) {
+		if m.At.to <= w.l.In.from || m.Member == "" || m.Member == w.l.Member {
+			continue
+		}
+		mv := failoverMove{failoverMember: m, reader: forever, usable: usable(cc.rec.Ops, ls, m.Member, span{w.l.In.from, w.deadline})}
+		for _, p := range cc.podsOf(w.f.UID, m.Member) {
+			// A reader a person made there is no failover.
+			if p.hand == nil && !p.Sure.empty() && p.Sure.to > w.l.In.from {
+				mv.reader = min(mv.reader, max(p.Sure.from, w.l.In.from))
+			}
+		}
+		out = append(out, mv)
+	}
+	return out
+}
+
+// failoverViolation says how w's pipeline failed to leave the lost member in time.
+func failoverViolation(cc *checkContext, w failoverWindow, moves []failoverMove) Violation {
+	var ev []string
+	for _, m := range failoverMembers(cc.rec, cc.clocks[hubCluster], w.f.UID) {
+		ev = append(ev, fmt.Sprintf("status.failover.member %q committed within %s", m.Member, m.At))
+	}
+	what := fmt.Sprintf("pipeline %s still ran on %s at %s", pipeName(w.f), w.l.Member, stampString(w.deadline))
+	for _, m := range moves {
+		if m.At.from <= w.deadline {
+			what = fmt.Sprintf("pipeline %s moved from %s to %s (decided by %s), but no reader surely ran there by %s (first from %s)",
+				pipeName(w.f), w.l.Member, m.Member, stampString(m.At.from), stampString(w.deadline), stampString(m.reader))
+			break
+		}
+	}
+	for _, p := range cc.pods {
+		if p.Pipeline == w.f.UID && p.Cluster != w.l.Member {
+			ev = append(ev, p.String())
+		}
+	}
+	return Violation{Invariant: InvFailover,
+		Summary: fmt.Sprintf("%s, lost since op #%02d at %s (threshold %s, bound %s)", what, w.l.Op, stampString(w.l.In.from),
+			ms(w.f.Failover.ThresholdMillis), w.deadline-w.l.In.from),
+		Evidence: ev}
 }
 
 // checkOneMember (I1 stop before start, failover placements): a failover pipeline runs on one

@@ -22,10 +22,11 @@
 //	I5 a reader made by hand, or one in a member its placement left, is stopped within a stated
 //	   bound of the time the hub could act there;
 //	I6 a failover placement leaves a member lost for good within its threshold plus the fence's
-//	   bound plus a stated slack, with no person acting.
+//	   bound plus a stated slack, with no person acting: a reader surely runs where it went.
 //
 // A fenced pod is a reader only while the fence's decision (internal/fence), run by the checker
-// over the fence Lease versions its member committed, lets its command run: kwok runs no process.
+// with the pod's own fence arguments over the versions of its Lease the member committed, lets
+// its command run: kwok runs no process.
 //
 // A failing history is printed and saved as JSON; `-chaos.replay=FILE` plays it again.
 // docs/reliability.md explains how the checker avoids false positives (it compares times only

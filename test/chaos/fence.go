@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"io"
 	"slices"
 	"sort"
 	"time"
@@ -11,13 +12,15 @@ import (
 
 // The fence of fenced placements, simulated. kwok runs no process: a coordinator pod is an
 // object, so what stops a fenced reader on a member the hub cannot reach is modelled here, with
-// the fence's own decision (internal/fence, what cmd/fence carries out in the pod) fed by the
-// renewals the pod could see: the versions of its fence Lease committed in its member. (A pod
-// sees its member's API server in every history: a stopped or hanging member commits nothing, and
-// a partition cuts only the hub's path.) A fenced pod is a reader only while that decision lets
-// its command run, so its life is cut where the fence would have killed it (SIGKILL: the reader
-// is taken to ignore SIGTERM) and starts again only where the fence would have started it again.
-// Unfenced pods are readers for as long as they exist.
+// the fence's own decision (internal/fence, what cmd/fence carries out in the pod) run with the
+// pod's own fence arguments (its command line: ttl, grace, Lease, holder; a pod made by hand or
+// by another hub need not have the suite's) over the renewals the pod could see: the versions of
+// that Lease committed in its member, those its --holder counts. (A pod sees its member's API
+// server in every history: a stopped or hanging member commits nothing, and a partition cuts only
+// the hub's path.) A fenced pod is a reader only while that decision lets its command run, so its
+// life is cut where the fence would have killed it (SIGKILL: the reader is taken to ignore
+// SIGTERM) and starts again only where the fence would have started it again. Unfenced pods are
+// readers for as long as they exist.
 
 // fenceWrite is one version of a fence Lease as a fence reads it: Token changes with every
 // renewal ("" when the Lease is gone or held for another pipeline), committed At.
@@ -85,20 +88,20 @@ func simulateFence(cfg fence.Config, from, horizon Stamp, writes []fenceWrite) [
 	return runs
 }
 
-// fenceWrites are the versions of fence Lease name in cluster, as the fence of pipeline uid
-// reads them, with each commit dated by clock c: at the earliest moment it may have been
-// committed (early) or the latest.
-func fenceWrites(rec *Recording, c *clock, cluster, name, uid string, early bool) []fenceWrite {
+// fenceWrites are the versions of the Lease fence cl reads in cluster (every recorded Lease is
+// in the recording's namespace), as it reads them, with each commit dated by clock c: at the
+// earliest moment it may have been committed (early) or the latest.
+func fenceWrites(rec *Recording, c *clock, cluster string, cl fence.CommandLine, early bool) []fenceWrite {
 	var out []fenceWrite
 	for _, e := range rec.Events {
-		if e.Kind != kindFences || e.Cluster != cluster || e.Obj.Name != name {
+		if e.Kind != kindFences || e.Cluster != cluster || e.Obj.Name != cl.Name {
 			continue
 		}
 		w := fenceWrite{At: c.before(e.RVHi)}
 		if early {
 			w.At = c.after(e.RVLo)
 		}
-		if e.Type != Deleted && e.Obj.Holder == uid {
+		if e.Type != Deleted && cl.Counts(e.Obj.Holder) {
 			w.Token = e.Obj.Renew
 		}
 		out = append(out, w)
@@ -108,30 +111,51 @@ func fenceWrites(rec *Recording, c *clock, cluster, name, uid string, early bool
 }
 
 // fenceCut replaces every fenced pod's life by the lives of its reader: the parts of it during
-// which the simulated fence let the command run. Sure is where it ran under both datings of the
-// renewals (the earliest and the latest commit of each), Maybe where it ran under either.
+// which the simulated fence let the command run.
 func fenceCut(rec *Recording, clocks map[string]*clock, pipes map[string]*pipelineFacts, pods []*podLife) []*podLife {
-	cfg := fence.Config{TTL: rec.Bounds.FenceTTL, Grace: rec.Bounds.FenceGrace}
-	if cfg.Validate() != nil {
-		return pods
-	}
-	horizon := rec.Settled + cfg.Bound() + time.Second
 	var out []*podLife
 	for _, p := range pods {
 		if !p.Fenced || p.Pipeline == "" {
 			out = append(out, p)
 			continue
 		}
-		name := p.PipelineName
-		if f := pipes[p.Pipeline]; f != nil {
-			name = f.Name
-		}
-		lease, c := coordinator.FenceLeaseName(name), clocks[p.Cluster]
-		early := simulateFence(cfg, max(p.Maybe.from, 0), horizon, fenceWrites(rec, c, p.Cluster, lease, p.Pipeline, true))
-		late := simulateFence(cfg, max(p.Sure.from, 0), horizon, fenceWrites(rec, c, p.Cluster, lease, p.Pipeline, false))
-		out = append(out, readerLives(p, early, late)...)
+		out = append(out, fencedReader(rec, clocks[p.Cluster], pipes, p)...)
 	}
 	return out
+}
+
+// fencedReader cuts fenced pod p by its own fence: the command line the pod was created with.
+func fencedReader(rec *Recording, c *clock, pipes map[string]*pipelineFacts, p *podLife) []*podLife {
+	if p.Command == nil {
+		// Recorded before pods' command lines were: the suite's settings on the hub's Lease.
+		cl := fence.CommandLine{Namespace: rec.Namespace, Name: coordinator.FenceLeaseName(p.PipelineName), Holder: p.Pipeline,
+			Config: fence.Config{TTL: rec.Bounds.FenceTTL, Grace: rec.Bounds.FenceGrace}}
+		if f := pipes[p.Pipeline]; f != nil {
+			cl.Name = coordinator.FenceLeaseName(f.Name)
+		}
+		if cl.Config.Validate() != nil {
+			return []*podLife{p}
+		}
+		return cutByFence(rec, c, p, cl)
+	}
+	cl, err := fence.ParseCommandLine(p.Command[1:], io.Discard)
+	switch {
+	case err != nil:
+		return nil // the fence refuses its command line and exits: no reader ever runs
+	case cl.Namespace != rec.Namespace || cl.Kubeconfig != "":
+		return []*podLife{p} // it reads a Lease the recorder does not see: nothing cuts the reader
+	}
+	return cutByFence(rec, c, p, cl)
+}
+
+// cutByFence runs fence cl over the recorded versions of its Lease. Sure is where the reader ran
+// under both datings of the writes (the earliest and the latest commit of each), Maybe where it
+// ran under either.
+func cutByFence(rec *Recording, c *clock, p *podLife, cl fence.CommandLine) []*podLife {
+	horizon := rec.Settled + cl.Config.Bound() + time.Second
+	early := simulateFence(cl.Config, max(p.Maybe.from, 0), horizon, fenceWrites(rec, c, p.Cluster, cl, true))
+	late := simulateFence(cl.Config, max(p.Sure.from, 0), horizon, fenceWrites(rec, c, p.Cluster, cl, false))
+	return readerLives(p, early, late)
 }
 
 // readerLives cuts pod p into one life per stretch during which its reader may have run (under

@@ -1,11 +1,13 @@
 package chaos
 
 import (
+	"cmp"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/urutau-io/fleet/internal/coordinator"
 	"github.com/urutau-io/fleet/internal/fence"
 )
 
@@ -55,9 +57,28 @@ func TestSimulateFence(t *testing.T) {
 	}
 }
 
+// hubFence is the fence's command line as the hub renders it for p1 (u1) in chaos-0, with the
+// suite's settings (ttl 4 s, grace 2 s), flags replaced or added by extra.
+func hubFence(extra ...string) []string {
+	flags := map[string]string{"--lease": "chaos-0/p1-fence", "--ttl": "4s", "--grace": "2s", "--holder": "u1"}
+	for i := 0; i+1 < len(extra); i += 2 {
+		flags[extra[i]] = extra[i+1]
+	}
+	out := []string{coordinator.FenceBinary}
+	for _, f := range []string{"--lease", "--ttl", "--grace", "--holder", "--kubeconfig"} {
+		if v, ok := flags[f]; ok && v != "-" {
+			out = append(out, f, v)
+		}
+	}
+	return append(out, "--", "urutau-coordinator", "run")
+}
+
 // fencedFailover: p1 (u1) a failover pipeline over [member-a, member-b], its fenced pod in a
 // renewed every second from 1 s; a stopped at 10 s (renewals end at 10 s), b's pod from bStart.
-func fencedFailover(bStart float64) *rb {
+func fencedFailover(bStart float64) *rb { return fencedFailoverCmd(bStart, hubFence()) }
+
+// fencedFailoverCmd is fencedFailover with a's pod created with command line cmd.
+func fencedFailoverCmd(bStart float64, cmd []string) *rb {
 	b := newRB()
 	b.rec.Bounds.FenceTTL, b.rec.Bounds.FenceGrace, b.rec.Bounds.FenceMargin = 4*time.Second, 2*time.Second, time.Second
 	b.rec.Bounds.FailoverSlack = 10 * time.Second
@@ -69,10 +90,10 @@ func fencedFailover(bStart float64) *rb {
 		rv := int64(100 + s)
 		b.rec.Events = append(b.rec.Events, Event{Cluster: "member-a", Kind: kindFences, Type: Modified, Recv: sec(float64(s) + 0.05), RVLo: rv, RVHi: rv,
 			Obj: ObjInfo{UID: "la", Name: "p1-fence", RV: rv, Holder: "u1", Renew: sec(float64(s)).String()}})
-		b.sample("member-a", float64(s)-0.01, rv-1)
+		b.sample("member-a", float64(s)-0.01, rv-1, "pa")
 	}
 	b.rec.Events = append(b.rec.Events, Event{Cluster: "member-a", Kind: kindPods, Type: Added, Recv: sec(0.5), RVLo: 50, RVHi: 50,
-		Obj: ObjInfo{UID: "pa", Name: "pa", RV: 50, Owner: "sa", Phase: "Running", Fenced: true}})
+		Obj: ObjInfo{UID: "pa", Name: "pa", RV: 50, Owner: "sa", Phase: "Running", Fenced: true, Command: cmd}})
 	b.sample("member-a", 0.4, 49).sample("member-a", 0.6, 50, "pa").sample("member-a", 99, 200, "pa")
 	b.rec.Events = append(b.rec.Events, Event{Cluster: "member-b", Kind: kindPods, Type: Added, Recv: sec(bStart + 0.1), RVLo: 70, RVHi: 70,
 		Obj: ObjInfo{UID: "pb", Name: "pb", RV: 70, Owner: "sb", Phase: "Running"}})
@@ -101,6 +122,64 @@ func TestCheckFencedFailoverOverlap(t *testing.T) {
 	}
 }
 
+// Each fenced pod is judged by its own fence's command line, not the suite's settings.
+func TestFenceCommandLine(t *testing.T) {
+	for name, tc := range map[string]struct {
+		cmd     []string
+		bStart  float64
+		overlap bool // b's reader overlaps a's
+		readers int  // stretches cut by the simulated fence
+	}{
+		"the suite's settings: a's reader is killed at 10 s + 4 s + 2 s": {cmd: hubFence(), bStart: 17, readers: 1},
+		"a longer ttl: a's reader runs until 10 s + 10 s + 2 s":          {cmd: hubFence("--ttl", "10s"), bStart: 17, overlap: true, readers: 1},
+		"a refused command line (no --ttl): no reader ever runs":         {cmd: hubFence("--ttl", "-"), bStart: 13},
+		"a refused command line (no command): no reader ever runs":       {cmd: hubFence()[:9], bStart: 13},
+		"another holder: no renewal counts, no reader":                   {cmd: hubFence("--holder", "u9"), bStart: 13},
+		"any holder: the hub's renewals count":                           {cmd: hubFence("--holder", "-"), bStart: 17, readers: 1},
+		"another namespace: a Lease not recorded, no cut":                {cmd: hubFence("--lease", "other/p1-fence"), bStart: 17, overlap: true},
+		"another cluster's API (--kubeconfig): no cut":                   {cmd: hubFence("--kubeconfig", "/k"), bStart: 17, overlap: true},
+		"another name, never written: no reader":                         {cmd: hubFence("--lease", "chaos-0/p2-fence"), bStart: 13},
+		"no command line recorded (older recordings): the suite's":       {cmd: nil, bStart: 13, overlap: true, readers: 1},
+	} {
+		t.Run(name, func(t *testing.T) {
+			res := Check(&fencedFailoverCmd(tc.bStart, tc.cmd).rec)
+			if got := res.Counts()[InvStopFirst] > 0; got != tc.overlap {
+				t.Errorf("stop-before-start violated: %v, want %v\n%v", got, tc.overlap, res.Violations)
+			}
+			if res.Seen.FencedReaders != tc.readers {
+				t.Errorf("fenced reader stretches %d, want %d", res.Seen.FencedReaders, tc.readers)
+			}
+		})
+	}
+}
+
+// Renewals written by hand (no label, holderIdentity "kubectl") on a's Lease from 11 s to 20 s,
+// after the hub's stopped: they count for a fence whose --holder accepts them.
+func TestHandRenewals(t *testing.T) {
+	for name, tc := range map[string]struct {
+		cmd     []string
+		overlap bool // b's reader (from 17 s) overlaps a's
+	}{
+		"--holder the pipeline's: the hand's do not count, killed at 10 s + 6 s": {cmd: hubFence()},
+		"no --holder: every renewal counts, a runs until 20 s + 6 s":             {cmd: hubFence("--holder", "-"), overlap: true},
+		"--holder kubectl: only the hand's count, a runs 11 s to 26 s":           {cmd: hubFence("--holder", "kubectl"), overlap: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			b := fencedFailoverCmd(17, tc.cmd)
+			for s := 11; s <= 20; s++ {
+				rv := int64(120 + s)
+				b.rec.Events = append(b.rec.Events, Event{Cluster: "member-a", Kind: kindFences, Type: Modified, Recv: sec(float64(s) + 0.05), RVLo: rv, RVHi: rv,
+					Obj: ObjInfo{UID: "la", Name: "p1-fence", RV: rv, Holder: "kubectl", Renew: "hand" + sec(float64(s)).String()}})
+				b.sample("member-a", float64(s)-0.01, rv-1, "pa")
+			}
+			res := Check(&b.rec)
+			if got := res.Counts()[InvStopFirst] > 0; got != tc.overlap {
+				t.Errorf("stop-before-start violated: %v, want %v\n%v", got, tc.overlap, res.Violations)
+			}
+		})
+	}
+}
+
 func TestCheckFailoverLiveness(t *testing.T) {
 	status := func(b *rb, member string, rv int64, recv float64) *rb {
 		b.rec.Events = append(b.rec.Events, Event{Cluster: hubCluster, Kind: kindPipelines, Type: Modified, Recv: sec(recv), RVLo: rv, RVHi: rv,
@@ -108,34 +187,52 @@ func TestCheckFailoverLiveness(t *testing.T) {
 		b.hubSample(recv-0.2, rv-1)
 		return b
 	}
+	abc := []string{"member-a", "member-b", "member-c"}
+	// a is lost at 10.1 s; the deadline is 37.1 s; b's reader surely runs from bStart+0.1 (17 s).
 	for name, tc := range map[string]struct {
-		movedAt float64 // 0: never
-		restart float64 // a started again at (0: never)
-		extra   Op      // an op at 20 s
-		want    int     // I6 violations
-		windows int
+		candidates []string // nil: a and b
+		movedAt    float64  // 0: never
+		moveTo     string   // "": member-b
+		bStart     float64  // 0: 17
+		restart    float64  // a started again at (0: never)
+		extra      []Op     // ops at 20 s, 21 s, ...
+		want       int      // I6 violations
+		windows    int
 	}{
-		"a hub killed meanwhile: not judged":           {extra: KillHub{Hub: 0}, windows: 0},
-		"b out of the inventory meanwhile: not judged": {extra: Deregister{Member: "member-b"}, windows: 0},
-		"p1 terminated meanwhile: not judged":          {extra: Terminate{Name: "p1"}, windows: 0},
-		"another member partitioned: still judged":     {extra: Partition{Member: "member-c"}, want: 1, windows: 1},
+		"a hub killed meanwhile: not judged":           {extra: []Op{KillHub{Hub: 0}}, windows: 0},
+		"b out of the inventory meanwhile: not judged": {extra: []Op{Deregister{Member: "member-b"}}, windows: 0},
+		"p1 terminated meanwhile: not judged":          {extra: []Op{Terminate{Name: "p1"}}, windows: 0},
+		"another member partitioned: still judged":     {extra: []Op{Partition{Member: "member-c"}}, want: 1, windows: 1},
 		"moved within the bound":                       {movedAt: 25, want: 0, windows: 1},
 		"never moved":                                  {want: 1, windows: 1},
 		"moved too late":                               {movedAt: 60, want: 1, windows: 1},
 		"a back before the deadline: not judged":       {restart: 20, want: 0, windows: 0},
 		"a back after the deadline, never moved":       {restart: 80, want: 1, windows: 1},
+		// A move passes once a reader surely ran where it went, when that member stayed usable.
+		"moved in time, b's reader only after the deadline": {movedAt: 25, bStart: 50, want: 1, windows: 1},
+		"moved in time to c, no reader there":               {candidates: abc, movedAt: 25, moveTo: "member-c", want: 1, windows: 1},
+		"moved in time to c, lost meanwhile: the move is all the hub could do": {candidates: abc, movedAt: 25, moveTo: "member-c",
+			extra: []Op{Partition{Member: "member-c"}}, want: 0, windows: 1},
+		// Judged while some other named candidate stays usable.
+		"c lost meanwhile, b usable: judged":                      {candidates: abc, extra: []Op{Partition{Member: "member-c"}}, want: 1, windows: 1},
+		"c out of the inventory, b usable: judged, moved":         {candidates: abc, movedAt: 25, extra: []Op{Deregister{Member: "member-c"}}, want: 0, windows: 1},
+		"b and c lost meanwhile: not judged":                      {candidates: abc, extra: []Op{StopMember{Member: "member-b"}, Partition{Member: "member-c"}}, windows: 0},
+		"b stopped, c out of the inventory meanwhile: not judged": {candidates: abc, extra: []Op{StopMember{Member: "member-b"}, Deregister{Member: "member-c"}}, windows: 0},
 	} {
 		t.Run(name, func(t *testing.T) {
-			b := fencedFailover(17)
+			b := fencedFailover(cmp.Or(tc.bStart, 17))
+			if tc.candidates != nil {
+				b.rec.Ops[0].Pipelines[0].Failover.Candidates = tc.candidates
+			}
 			status(b, "member-a", 10, 2)
 			if tc.movedAt > 0 {
-				status(b, "member-b", 300, tc.movedAt)
+				status(b, cmp.Or(tc.moveTo, "member-b"), 300, tc.movedAt)
 			}
 			if tc.restart > 0 {
 				b.op(StartMember{Member: "member-a"}, tc.restart, tc.restart+1)
 			}
-			if tc.extra != nil {
-				b.op(tc.extra, 20, 20.1, PipelineRef{Name: "p1", UID: "u1"})
+			for i, o := range tc.extra {
+				b.op(o, 20+float64(i), 20.1+float64(i), PipelineRef{Name: "p1", UID: "u1"})
 			}
 			res := Check(&b.rec)
 			if got := res.Counts()[InvFailover]; got != tc.want {

@@ -27,9 +27,11 @@ type podLife struct {
 	// knows).
 	hand *handMark
 	// Fenced: the pod runs its coordinator under the fence; fence is set once its life was cut
-	// to where the simulated fence let the reader run (fence.go).
-	Fenced bool
-	fence  *fenceRuns
+	// to where the simulated fence let the reader run (fence.go). Command is its command line
+	// (nil in recordings made before it was recorded).
+	Fenced  bool
+	Command []string
+	fence   *fenceRuns
 }
 
 // judged is the part of Sure the invariants judge: a reader a person made is the hub's to stop
@@ -107,6 +109,9 @@ func podLives(rec *Recording, clocks map[string]*clock, owners map[string][]labe
 			p.PipelineName = e.Obj.PipelineName
 		}
 		p.Fenced = p.Fenced || e.Obj.Fenced
+		if e.Obj.Command != nil {
+			p.Command = e.Obj.Command
+		}
 		p.Terminating = p.Terminating || (e.Obj.Deleting && e.Type != Deleted)
 		if e.Obj.Phase != "" && !slices.Contains(p.Phases, e.Obj.Phase) {
 			p.Phases = append(p.Phases, e.Obj.Phase)

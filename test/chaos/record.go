@@ -145,8 +145,10 @@ type ObjInfo struct {
 	Sig string
 	// Pipeline is set for CDCPipelines.
 	Pipeline *PipelineInfo
-	// Fenced: a pod whose coordinator runs under the fence.
-	Fenced bool `json:",omitempty"`
+	// Fenced: a pod whose coordinator runs under the fence; Command is then its first
+	// container's command line (command, then args): the fence's own settings.
+	Fenced  bool     `json:",omitempty"`
+	Command []string `json:",omitempty"`
 	// Renew is a fence Lease's renewTime, as a token (never read as a time).
 	Renew string `json:",omitempty"`
 	// Holder and Entries of a reader lease; Holder of a fence Lease is its holderIdentity.

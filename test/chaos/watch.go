@@ -30,7 +30,8 @@ const (
 	kindPods      = "pods"
 	kindPipelines = "cdcpipelines"
 	kindLeases    = "readerleases"
-	// kindFences are the fence Leases the hub renews in members for fenced placements.
+	// kindFences are the Leases of members' namespaces: those the hub renews for fenced
+	// placements and any other a fence may read.
 	kindFences = "fenceleases"
 )
 
@@ -70,9 +71,11 @@ var (
 // coordinatorSelector selects coordinator pods: what reads a source is a pod.
 const coordinatorSelector = urutauv1alpha1.LabelApp + "=urutau-coordinator"
 
+// memberStreams are what the recorder watches in a member. Every Lease, labelled or not: a fence
+// reads its Lease by name, so a renewal written by hand counts as much as the hub's.
 func memberStreams(ns string) []stream {
 	out := []stream{{kind: kindPods, gvr: podsGVR, ns: ns, selector: coordinatorSelector},
-		{kind: kindFences, gvr: fencesGVR, ns: ns, selector: urutauv1alpha1.LabelHubPipelineUID}}
+		{kind: kindFences, gvr: fencesGVR, ns: ns}}
 	for _, k := range sortedKinds() {
 		out = append(out, stream{kind: k, gvr: memberObjectKinds[k], ns: ns, selector: urutauv1alpha1.LabelHubPipelineUID})
 	}
@@ -363,7 +366,9 @@ func infoOf(kind string, u *unstructured.Unstructured) ObjInfo {
 	case kind == kindPods:
 		info.Phase, _, _ = unstructured.NestedString(u.Object, "status", "phase")
 		info.PipelineName = u.GetLabels()[urutauv1alpha1.LabelPipeline]
-		info.Fenced = podFenced(u)
+		if cmd := podCommand(u); len(cmd) > 0 && cmd[0] == coordinator.FenceBinary {
+			info.Fenced, info.Command = true, cmd
+		}
 	case kind == kindFences:
 		info.Holder, _, _ = unstructured.NestedString(u.Object, "spec", "holderIdentity")
 		info.Renew, _, _ = unstructured.NestedString(u.Object, "spec", "renewTime")
@@ -380,16 +385,21 @@ func infoOf(kind string, u *unstructured.Unstructured) ObjInfo {
 	return info
 }
 
-// podFenced tells whether a pod runs its first container under the fence: the fence's command
-// before urutau's, as the hub renders a fenced coordinator.
-func podFenced(u *unstructured.Unstructured) bool {
+// podCommand is the command line of a pod's first container (command, then args; nil when it
+// sets no command: the image's is unknown): a fenced coordinator's starts with the fence's, as
+// the hub renders it.
+func podCommand(u *unstructured.Unstructured) []string {
 	cs, _, _ := unstructured.NestedSlice(u.Object, "spec", "containers")
 	if len(cs) == 0 {
-		return false
+		return nil
 	}
 	c, _ := cs[0].(map[string]any)
 	cmd, _, _ := unstructured.NestedStringSlice(c, "command")
-	return len(cmd) > 0 && cmd[0] == coordinator.FenceBinary
+	if len(cmd) == 0 {
+		return nil
+	}
+	args, _, _ := unstructured.NestedStringSlice(c, "args")
+	return append(cmd, args...)
 }
 
 // leaseEntries reads a reader lease's holder UID and member entries.

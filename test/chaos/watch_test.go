@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"slices"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -91,3 +92,50 @@ func TestRelistFindsWhatTheWatchMissed(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// A fenced pod's command line is recorded whole (command, then args): the checker runs its fence
+// by it.
+func TestPodCommandRecorded(t *testing.T) {
+	pod := func(container map[string]any) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{"metadata": map[string]any{"uid": "p", "resourceVersion": "3"},
+			"spec": map[string]any{"containers": []any{container}}}}
+	}
+	for name, tc := range map[string]struct {
+		container map[string]any
+		fenced    bool
+		command   []string
+	}{
+		"fenced": {container: map[string]any{"command": []any{"/urutau-fence/fence", "--ttl", "4s"}, "args": []any{"--", "x"}},
+			fenced: true, command: []string{"/urutau-fence/fence", "--ttl", "4s", "--", "x"}},
+		"unfenced":                      {container: map[string]any{"command": []any{"urutau-coordinator"}}},
+		"the fence in args, no command": {container: map[string]any{"args": []any{"/urutau-fence/fence", "--ttl", "4s"}}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			info := infoOf(kindPods, pod(tc.container))
+			if info.Fenced != tc.fenced || !slices.Equal(info.Command, tc.command) {
+				t.Errorf("fenced %v, command %q; want %v, %q", info.Fenced, info.Command, tc.fenced, tc.command)
+			}
+		})
+	}
+}
+
+// The recorder watches what a fence or a reader may be, whoever wrote it: every Lease of the
+// namespace (a fence reads its Lease by name), coordinator pods by their app label.
+func TestMemberStreams(t *testing.T) {
+	want := map[string]string{kindPods: coordinatorSelector, kindFences: ""}
+	for k := range memberObjectKinds {
+		want[k] = "urutau.io/hub-pipeline-uid"
+	}
+	got := map[string]string{}
+	for _, s := range memberStreams("chaos-0") {
+		if s.ns != "chaos-0" {
+			t.Errorf("%s watched in namespace %q, want chaos-0", s.kind, s.ns)
+		}
+		got[s.kind] = s.selector
+	}
+	for kind, sel := range want {
+		if g, ok := got[kind]; !ok || g != sel {
+			t.Errorf("%s: selector %q (watched: %v), want %q", kind, g, ok, sel)
+		}
+	}
+}
