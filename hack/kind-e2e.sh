@@ -9,8 +9,8 @@
 # image and the stand-in coordinator images (test/kind/coordinator) and loads them; deploys
 # config/hub/self-signed on the hub; joins each member with `kubectl urutau join`; lets the e2e
 # namespace use them (a PlacementPolicy); and runs `go test ./test/kind/` with E2E_HUB_KUBECONFIG,
-# E2E_MEMBER_KUBECONFIGS, E2E_RESTART_MEMBER and E2E_IGNORES_SIGTERM_IMAGE. At exit, also on
-# Ctrl-C, it deletes the clusters and stops the engine it started, unless --keep.
+# E2E_MEMBER_KUBECONFIGS, E2E_RESTART_MEMBER, E2E_IGNORES_SIGTERM_IMAGE and E2E_HUB_DEPLOYMENT. At
+# exit, also on Ctrl-C, it deletes the clusters and stops the engine it started, unless --keep.
 #
 # Usage:
 #   hack/kind-e2e.sh [--keep] [-- GO_TEST_ARGS...]   create, deploy, test; delete unless --keep
@@ -202,15 +202,17 @@ create_cluster() {
 	"$KIND" get kubeconfig --name "$c" >"$kc"
 }
 
-# build_images: the hub (bin/hub on scratch, as the Dockerfile's distroless image runs it: non-root,
-# static) and the stand-in coordinator in its two behaviours.
+# build_images: the hub (bin/hub and the fence on scratch, as the Dockerfile's distroless image
+# runs them: non-root, static) and the stand-in coordinator in its two behaviours.
 build_images() {
 	local dir=$WORK/images
 	rm -rf "$dir"
 	mkdir -p "$dir/hub" "$dir/coordinator"
 	(cd "$ROOT" && CGO_ENABLED=0 nice go build -trimpath -o "$dir/hub/hub" ./cmd/hub)
+	# The fence too, where the Dockerfile puts it: fenced coordinator pods copy it from this image.
+	(cd "$ROOT" && CGO_ENABLED=0 nice go build -trimpath -o "$dir/hub/fence" ./cmd/fence)
 	(cd "$ROOT" && CGO_ENABLED=0 nice go build -trimpath -o "$dir/coordinator/urutau-coordinator" ./test/kind/coordinator)
-	printf 'FROM scratch\nCOPY hub /hub\nUSER 65532:65532\nENTRYPOINT ["/hub"]\n' >"$dir/hub/Dockerfile"
+	printf 'FROM scratch\nCOPY hub /hub\nCOPY fence /fence\nUSER 65532:65532\nENTRYPOINT ["/hub"]\n' >"$dir/hub/Dockerfile"
 	docker build -q -t "$HUB_IMAGE" "$dir/hub" >/dev/null
 	local tag env
 	for tag in "$STANDIN_IMAGE" "$STUBBORN_IMAGE"; do
@@ -255,6 +257,8 @@ hub_overlay() {
 		                env:
 		                  - name: COORDINATOR_IMAGE
 		                    value: $STANDIN_IMAGE
+		                  - name: FENCE_IMAGE
+		                    value: $HUB_IMAGE
 	EOF
 	printf '%s' "$dir"
 }
@@ -357,7 +361,8 @@ up() {
 	)
 	"$KIND" load docker-image "$HUB_IMAGE" --name "$HUB_CLUSTER"
 	for m in "${MEMBERS[@]}"; do
-		"$KIND" load docker-image "$STANDIN_IMAGE" "$STUBBORN_IMAGE" --name "$(cluster_of "$m")"
+		# The hub's image too: fenced coordinator pods copy the fence from it.
+		"$KIND" load docker-image "$STANDIN_IMAGE" "$STUBBORN_IMAGE" "$HUB_IMAGE" --name "$(cluster_of "$m")"
 	done
 	deploy_hub "$HUB_KC"
 	for m in "${MEMBERS[@]}"; do
@@ -417,7 +422,8 @@ main() {
 	(
 		cd "$ROOT"
 		E2E_HUB_KUBECONFIG=$HUB_KC E2E_MEMBER_KUBECONFIGS=$MEMBER_LIST E2E_RESTART_MEMBER=$helper \
-			E2E_IGNORES_SIGTERM_IMAGE=$STUBBORN_IMAGE E2E_TIMEOUT=${E2E_TIMEOUT:-4m} go test ./test/kind/ -count=1 -timeout 60m -v -ginkgo.v "${go_args[@]}"
+			E2E_IGNORES_SIGTERM_IMAGE=$STUBBORN_IMAGE E2E_HUB_DEPLOYMENT=$HUB_NAMESPACE/urutau-fleet-hub \
+			E2E_TIMEOUT=${E2E_TIMEOUT:-4m} go test ./test/kind/ -count=1 -timeout 60m -v -ginkgo.v "${go_args[@]}"
 	) || rc=$?
 	log "test/kind on kind: exit $rc, $((SECONDS - start))s in all"
 	printf '%(%Y-%m-%dT%H:%M:%S)T e2e-kind-total %ss rc=%s\n' -1 $((SECONDS - start)) "$rc" >>"$KIND_CACHE/timings.log"
@@ -433,7 +439,7 @@ up)
 	trap 'exit 143' TERM
 	preflight
 	up
-	log "run the suite: E2E_HUB_KUBECONFIG=$HUB_KC E2E_MEMBER_KUBECONFIGS=$MEMBER_LIST E2E_RESTART_MEMBER=$(write_restart_helper) E2E_IGNORES_SIGTERM_IMAGE=$STUBBORN_IMAGE go test ./test/kind/ -count=1 -v"
+	log "run the suite: E2E_HUB_KUBECONFIG=$HUB_KC E2E_MEMBER_KUBECONFIGS=$MEMBER_LIST E2E_RESTART_MEMBER=$(write_restart_helper) E2E_IGNORES_SIGTERM_IMAGE=$STUBBORN_IMAGE E2E_HUB_DEPLOYMENT=$HUB_NAMESPACE/urutau-fleet-hub go test ./test/kind/ -count=1 -v"
 	;;
 down)
 	use_docker

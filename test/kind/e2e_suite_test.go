@@ -32,6 +32,9 @@ const (
 	// An image whose coordinator ignores SIGTERM (test/kind/coordinator): set by the kind flow,
 	// whose kubelets run processes; the specs that need it run only then.
 	envIgnoresSIGTERMImage = "E2E_IGNORES_SIGTERM_IMAGE"
+	// The hub's Deployment, namespace/name: set by the kind flow, where the hub runs as one; the
+	// fenced spec scales it to zero to stop the fence Lease's renewals.
+	envHubDeployment = "E2E_HUB_DEPLOYMENT"
 	// Every wait's bound (a Go duration; default 90s). Real kubelets take longer than kwok (a pod
 	// is Ready after its startup and readiness probes, 10 s apart), more so on a busy machine:
 	// the kind flow passes a longer one. Spec timeouts grow in proportion.
@@ -84,6 +87,9 @@ var upErr error
 var _ = SynchronizedBeforeSuite(func(ctx SpecContext) {}, func(ctx SpecContext) {
 	input = SpecInput{Namespace: e2eNamespace, SourceSecret: e2eSourceSecret, Timeout: waitTimeout(),
 		Members: map[string]client.Client{}, IgnoresSIGTERMImage: os.Getenv(envIgnoresSIGTERMImage)}
+	if ns, name, ok := strings.Cut(os.Getenv(envHubDeployment), "/"); ok {
+		input.HubDeployment = client.ObjectKey{Namespace: ns, Name: name}
+	}
 	if os.Getenv(envHubKubeconfig) != "" {
 		useExistingClusters(ctx)
 	} else {
@@ -273,5 +279,11 @@ var _ = Describe("urutau fleet", Ordered, func() {
 		It("moves a pipeline only after the old pod's real termination grace", func(ctx SpecContext) {
 			MoveWaitsForTerminationSpec(ctx, getInput)
 		}, SpecTimeout(specTimeout(6*time.Minute)))
+	}
+	// Real kubelets and a hub Deployment only: the fence is a process in the pod.
+	if os.Getenv(envHubDeployment) != "" {
+		It("stops a fenced coordinator when the hub stops renewing its fence, and runs it again when it renews", func(ctx SpecContext) {
+			FencedSpec(ctx, getInput)
+		}, SpecTimeout(specTimeout(8*time.Minute)))
 	}
 })

@@ -13,6 +13,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -22,6 +23,7 @@ import (
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
 	"github.com/urutau-io/fleet/internal/coordinator"
+	"github.com/urutau-io/fleet/internal/fence"
 )
 
 // SpecInput is what every spec needs.
@@ -41,6 +43,8 @@ type SpecInput struct {
 	// only when the kubelet kills it at the end of the grace period. Only real kubelets (kind)
 	// give it: kwok has no process to signal.
 	IgnoresSIGTERMImage string
+	// HubDeployment is the hub's Deployment in the hub cluster (kind only; zero otherwise).
+	HubDeployment client.ObjectKey
 }
 
 func (in SpecInput) a() string { return in.MemberNames[0] }
@@ -348,4 +352,106 @@ func MoveWaitsForTerminationSpec(ctx context.Context, inputGetter func() SpecInp
 	// Its pod in B ignores SIGTERM too: the deletion takes the grace period.
 	in.Timeout += grace
 	deleteAndWait(ctx, in, p)
+}
+
+// FencedSpec (real kubelets and a hub Deployment only): a fenced coordinator runs under the fence
+// program the init container copied from the hub's image, and stops by itself when the hub stops
+// renewing its fence Lease: the hub scaled to zero stands for a hub cut off from the member. The
+// pod stays (the fence, its PID 1, keeps running) and turns not Ready once its reader, whose
+// process serves the readiness probe, is gone. It runs again when the hub renews.
+func FencedSpec(ctx context.Context, inputGetter func() SpecInput) {
+	in := inputGetter()
+	p := pipeline(in, "e2e-fenced", 7107, in.a())
+	p.Spec.Placement.Fenced = true
+	Expect(in.Hub.Create(ctx, p)).To(Succeed())
+	DeferCleanup(func(ctx SpecContext) {
+		Expect(client.IgnoreNotFound(in.Hub.Delete(ctx, p))).To(Succeed())
+	})
+	expectRunning(ctx, in, p, in.a())
+
+	By("its pod runs the coordinator under the fence")
+	member := in.Members[in.a()]
+	pod := onlyPod(ctx, member, p)
+	Expect(pod.Spec.InitContainers).To(ContainElement(HaveField("Name", coordinator.FenceInitContainer)))
+	cmd := pod.Spec.Containers[0].Command
+	Expect(cmd).NotTo(BeEmpty())
+	Expect(cmd[0]).To(Equal(coordinator.FenceBinary))
+	fc, err := fence.ParseCommandLine(cmd[1:], GinkgoWriter)
+	Expect(err).NotTo(HaveOccurred())
+	restarts := pod.Status.ContainerStatuses[0].RestartCount
+
+	By("stopping the hub: the fence Lease is no longer renewed")
+	DeferCleanup(func(ctx SpecContext) { scaleHub(ctx, in, 1) })
+	scaleHub(ctx, in, 0)
+	lease := &coordinationv1.Lease{}
+	leaseKey := client.ObjectKey{Namespace: fc.Namespace, Name: fc.Name}
+	Expect(member.Get(ctx, leaseKey, lease)).To(Succeed())
+	Expect(lease.Spec.RenewTime).NotTo(BeNil())
+	lastRenewal := lease.Spec.RenewTime.Time
+
+	// The fence stops its command within its bound of the last renewal it saw; the readiness
+	// probe (every 10 s, 3 failures) then takes up to 30 s more. kind's nodes share this
+	// machine's clock, so renewTime and time.Now compare.
+	probe := 40 * time.Second
+	Eventually(func(g Gomega) {
+		got := onlyPod(ctx, member, p)
+		g.Expect(isReady(got)).To(BeFalse(), "the coordinator is still Ready %s after the last renewal", time.Since(lastRenewal).Round(time.Second))
+		g.Expect(got.Status.ContainerStatuses[0].RestartCount).To(Equal(restarts), "the fence stops its command, not the container")
+	}).WithContext(ctx).WithTimeout(fc.Config.Bound() + probe + 30*time.Second).WithPolling(time.Second).Should(Succeed())
+	stopped := time.Since(lastRenewal)
+	Expect(member.Get(ctx, leaseKey, lease)).To(Succeed())
+	Expect(lease.Spec.RenewTime.Time).To(BeTemporally("==", lastRenewal), "the Lease was renewed while the hub was stopped")
+	Expect(stopped).To(BeNumerically("<=", fc.Config.Bound()+probe+5*time.Second))
+	fmt.Fprintf(GinkgoWriter, "FIGURE: fenced coordinator not Ready %s after the last renewal (fence bound %s, readiness probe up to 30s)\n",
+		stopped.Round(time.Second), fc.Config.Bound())
+
+	By("starting the hub again: renewals resume and the coordinator runs again, in the same container")
+	scaleHub(ctx, in, 1)
+	Eventually(func(g Gomega) {
+		got := onlyPod(ctx, member, p)
+		g.Expect(isReady(got)).To(BeTrue())
+		g.Expect(got.Status.ContainerStatuses[0].RestartCount).To(Equal(restarts))
+	}).WithContext(ctx).WithTimeout(2 * in.Timeout).WithPolling(time.Second).Should(Succeed())
+	expectReady(ctx, in, p)
+	deleteAndWait(ctx, in, p)
+}
+
+// onlyPod is the one coordinator pod of p in member c.
+func onlyPod(ctx context.Context, c client.Client, p *urutauv1alpha1.CDCPipeline) *corev1.Pod {
+	GinkgoHelper()
+	pods := coordinatorPods(ctx, Default, c, p)
+	Expect(pods).To(HaveLen(1))
+	Expect(pods[0].Status.ContainerStatuses).NotTo(BeEmpty())
+	return &pods[0]
+}
+
+func isReady(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// scaleHub sets the hub Deployment's replicas and waits until it runs that many.
+func scaleHub(ctx context.Context, in SpecInput, replicas int32) {
+	GinkgoHelper()
+	d := &appsv1.Deployment{}
+	Expect(in.Hub.Get(ctx, in.HubDeployment, d)).To(Succeed())
+	patch := client.MergeFrom(d.DeepCopy())
+	d.Spec.Replicas = &replicas
+	Expect(in.Hub.Patch(ctx, d, patch)).To(Succeed())
+	Eventually(func(g Gomega) {
+		g.Expect(in.Hub.Get(ctx, in.HubDeployment, d)).To(Succeed())
+		g.Expect(d.Status.ObservedGeneration).To(Equal(d.Generation))
+		g.Expect(d.Status.Replicas).To(Equal(replicas), "hub pods (terminating ones are not counted)")
+		g.Expect(d.Status.AvailableReplicas).To(Equal(replicas))
+		// A terminating hub pod may still write: scaled to zero means no pod at all.
+		pods := &corev1.PodList{}
+		g.Expect(in.Hub.List(ctx, pods, client.InNamespace(d.Namespace), client.MatchingLabels(d.Spec.Selector.MatchLabels))).To(Succeed())
+		if replicas == 0 {
+			g.Expect(pods.Items).To(BeEmpty())
+		}
+	}).WithContext(ctx).WithTimeout(in.Timeout).WithPolling(time.Second).Should(Succeed())
 }
