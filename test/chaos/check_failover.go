@@ -254,7 +254,8 @@ func outOfInventory(ops []OpRecord, m string) []span {
 // checkFailover (I6): a failover pipeline leaves a member it surely ran on, lost for good,
 // within failoverBound, with no person acting: by the deadline its status.failover.member names
 // another member (the earliest moment that write may have been committed is not after it) and,
-// if that member stayed usable, a reader surely ran there: a status alone moves nothing.
+// if that member stayed usable, a reader surely ran there: a status alone moves nothing. (Not
+// while another pipeline of its identity may hold a reader: the reader lease makes it wait.)
 func checkFailover(cc *checkContext, res *Result) {
 	for _, f := range sortedPipes(cc.pipes) {
 		if f.Failover == nil {
@@ -276,9 +277,9 @@ func checkFailover(cc *checkContext, res *Result) {
 		moves := cc.movesOff(w, ls)
 		if i := slices.IndexFunc(moves, func(m failoverMove) bool { return m.passes(w.deadline) }); i >= 0 {
 			m := moves[i]
-			res.Notes = append(res.Notes, fmt.Sprintf("%s: %s left %s (lost by op #%02d at %s) for %s: decided by %s, a reader there from %s (usable throughout: %v; bound %s)",
+			res.Notes = append(res.Notes, fmt.Sprintf("%s: %s left %s (lost by op #%02d at %s) for %s: decided by %s, a reader there from %s (usable throughout: %v; another pipeline of its identity may read: %v; bound %s)",
 				InvFailover, pipeName(w.f), w.l.Member, w.l.Op, stampString(w.l.In.from), m.Member,
-				stampString(m.At.from), stampString(m.reader), m.usable, stampString(w.deadline)))
+				stampString(m.At.from), stampString(m.reader), m.usable, m.contended, stampString(w.deadline)))
 			continue
 		}
 		res.Violations = append(res.Violations, failoverViolation(cc, w, moves))
@@ -292,12 +293,27 @@ type failoverMove struct {
 	failoverMember
 	reader Stamp
 	usable bool
+	// contended: a reader of another pipeline of the same source identity may have run during
+	// the window, so the reader lease rightly kept this one from starting anywhere.
+	contended bool
 }
 
 // passes tells whether the move may have been decided by d and, where the hub could start a
 // reader there, one surely ran by d.
 func (m failoverMove) passes(d Stamp) bool {
-	return m.At.from <= d && (m.reader <= d || !m.usable)
+	return m.At.from <= d && (m.reader <= d || !m.usable || m.contended)
+}
+
+// contended tells whether a reader of another pipeline of f's source identity may have run at
+// some moment of win, on any member.
+func (cc *checkContext) contended(f *pipelineFacts, win span) bool {
+	for _, p := range cc.pods {
+		o := cc.pipes[p.Pipeline]
+		if o != nil && o.UID != f.UID && o.Identity == f.Identity && !p.Maybe.overlap(win).empty() {
+			return true
+		}
+	}
+	return false
 }
 
 // movesOff are the versions of w's pipeline's status that may have moved it off the lost member.
@@ -307,7 +323,8 @@ func (cc *checkContext) movesOff(w failoverWindow, ls []loss) []failoverMove {
 		if m.At.to <= w.l.In.from || m.Member == "" || m.Member == w.l.Member {
 			continue
 		}
-		mv := failoverMove{failoverMember: m, reader: forever, usable: usable(cc.rec.Ops, ls, m.Member, span{w.l.In.from, w.deadline})}
+		win := span{w.l.In.from, w.deadline}
+		mv := failoverMove{failoverMember: m, reader: forever, usable: usable(cc.rec.Ops, ls, m.Member, win), contended: cc.contended(w.f, win)}
 		for _, p := range cc.podsOf(w.f.UID, m.Member) {
 			// A reader a person made there is no failover.
 			if p.hand == nil && !p.Sure.empty() && p.Sure.to > w.l.In.from {

@@ -284,3 +284,30 @@ func TestSurePieces(t *testing.T) {
 		})
 	}
 }
+
+// A move that starts no reader passes while another pipeline of the same source identity may
+// hold one: the reader lease rightly keeps the moved one from starting anywhere (chaos seed
+// 340013: two pipelines of one identity, one created with the webhook bypassed).
+func TestContended(t *testing.T) {
+	win := span{sec(10), sec(40)}
+	cc := &checkContext{pipes: map[string]*pipelineFacts{
+		"u1": {UID: "u1", Identity: "mysql:1"}, "u2": {UID: "u2", Identity: "mysql:1"}, "u3": {UID: "u3", Identity: "mysql:2"}}}
+	for name, tc := range map[string]struct {
+		pods []*podLife
+		want bool
+	}{
+		"no other reader": {nil, false},
+		"its own reader":  {[]*podLife{{Pipeline: "u1", Maybe: span{sec(0), forever}}}, false},
+		"another pipeline of its identity, in the window":    {[]*podLife{{Pipeline: "u2", Maybe: span{sec(30), sec(50)}}}, true},
+		"another pipeline of its identity, before it only":   {[]*podLife{{Pipeline: "u2", Maybe: span{sec(0), sec(5)}}}, false},
+		"another identity's reader":                          {[]*podLife{{Pipeline: "u3", Maybe: span{sec(0), forever}}}, false},
+		"a pod of a pipeline the recording does not know of": {[]*podLife{{Pipeline: "u9", Maybe: span{sec(0), forever}}}, false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			cc.pods = tc.pods
+			if got := cc.contended(cc.pipes["u1"], win); got != tc.want {
+				t.Errorf("contended = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
