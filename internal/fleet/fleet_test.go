@@ -170,7 +170,7 @@ var _ = Describe("CoordinatorReconciler", func() {
 			// A member confirmed gone stays in the inventory until it is emptied.
 			g.Expect(got.Status.Inventory).To(ContainElement("b"))
 			g.Expect(meta.FindStatusCondition(got.Status.Conditions, fleet.ConditionMoveBlocked)).To(BeNil())
-		}).Should(Succeed())
+		}, afterLateWrites).Should(Succeed())
 		return p
 	}
 
@@ -196,7 +196,7 @@ var _ = Describe("CoordinatorReconciler", func() {
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(e).To(BeNil())
 			g.Expect(getPipeline(g, ctx, client.ObjectKeyFromObject(p)).Status.Inventory).To(Equal([]string{"b"}))
-		}).Should(Succeed())
+		}, afterLateWrites).Should(Succeed())
 		Eventually(func(g Gomega) { expectPlaced(g, ctx, members["b"], p) }).Should(Succeed())
 	})
 
