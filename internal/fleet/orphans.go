@@ -82,6 +82,9 @@ func (o *orphanScanner) scan(ctx context.Context, m inventory.Member, c *memberC
 		ctrl.LoggerFrom(ctx).Info("orphan scan failed", "cluster", m.Name, "error", err.Error())
 		return
 	}
+	// Stray reader pods first: the recounts below may use up the scan's deadline on a member
+	// holding many suspect groups, and a second reader must not wait behind them.
+	o.strayPods(ctx, m.Name, c, rec)
 	var lost []*orphanGroup
 	for _, g := range o.confirm(m.Name, found, rec.known) {
 		if !confirmLive(ctx, c.live, g) {
@@ -99,7 +102,6 @@ func (o *orphanScanner) scan(ctx context.Context, m inventory.Member, c *memberC
 	for _, g := range lost {
 		o.report(ctx, m, c, g)
 	}
-	o.strayPods(ctx, m.Name, c, rec)
 }
 
 func (o *orphanScanner) dueAt(member string, now time.Time) bool {

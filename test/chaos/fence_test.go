@@ -291,7 +291,8 @@ func TestSurePieces(t *testing.T) {
 func TestContended(t *testing.T) {
 	win := span{sec(10), sec(40)}
 	cc := &checkContext{pipes: map[string]*pipelineFacts{
-		"u1": {UID: "u1", Identity: "mysql:1"}, "u2": {UID: "u2", Identity: "mysql:1"}, "u3": {UID: "u3", Identity: "mysql:2"}}}
+		"u1": {UID: "u1", Identity: "mysql:1"}, "u2": {UID: "u2", Identity: "mysql:1"}, "u3": {UID: "u3", Identity: "mysql:2"},
+		"n1": {UID: "n1"}, "n2": {UID: "n2"}}}
 	for name, tc := range map[string]struct {
 		pods []*podLife
 		want bool
@@ -302,11 +303,17 @@ func TestContended(t *testing.T) {
 		"another pipeline of its identity, before it only":   {[]*podLife{{Pipeline: "u2", Maybe: span{sec(0), sec(5)}}}, false},
 		"another identity's reader":                          {[]*podLife{{Pipeline: "u3", Maybe: span{sec(0), forever}}}, false},
 		"a pod of a pipeline the recording does not know of": {[]*podLife{{Pipeline: "u9", Maybe: span{sec(0), forever}}}, false},
+		"a pod a person made for another pipeline":           {[]*podLife{{Pipeline: "u2", Maybe: span{sec(0), forever}, hand: &handMark{}}}, false},
 	} {
 		t.Run(name, func(t *testing.T) {
 			cc.pods = tc.pods
 			if got := cc.contended(cc.pipes["u1"], win); got != tc.want {
 				t.Errorf("contended = %v, want %v", got, tc.want)
+			}
+			// Two pipelines whose identity is unknown are not one identity.
+			cc.pods = []*podLife{{Pipeline: "n2", Maybe: span{sec(0), forever}}}
+			if cc.contended(cc.pipes["n1"], win) {
+				t.Error("an unknown identity contended with another unknown one")
 			}
 		})
 	}
