@@ -100,6 +100,16 @@ type applyJob struct {
 	leader *LeaderFence
 }
 
+// reader is where the job reads what it decides on besides the objects it applies (those go
+// through the applier): the member itself while its cache may lag, which may miss an object
+// created while the member did not answer, or still show one deleted then.
+func (j *applyJob) reader() client.Reader {
+	if j.cacheMayLag {
+		return j.conn.live
+	}
+	return j.conn.cached
+}
+
 func (j *applyJob) run(ctx context.Context) (res memberResult) {
 	res.obs = MemberObservation{Name: j.conn.name, ClusterID: j.id}
 	start := time.Now()
@@ -235,7 +245,7 @@ func (j *applyJob) applyNetworkPolicy(ctx context.Context, res *memberResult, w 
 		return j.apply(ctx, res, req, j.conn.cached)
 	}
 	np := &networkingv1.NetworkPolicy{}
-	err := j.conn.cached.Get(ctx, client.ObjectKey{Namespace: j.p.Namespace, Name: coordinator.CoordinatorName(j.p.Name)}, np)
+	err := j.reader().Get(ctx, client.ObjectKey{Namespace: j.p.Namespace, Name: coordinator.CoordinatorName(j.p.Name)}, np)
 	if apierrors.IsNotFound(err) || (err == nil && np.Labels[urutauv1alpha1.LabelHubPipelineUID] != string(j.p.UID)) {
 		return nil
 	}

@@ -154,3 +154,29 @@ func TestStatefulSetRequestKeepsReplicas(t *testing.T) {
 		t.Errorf("a StatefulSet whose replicas another owns (KEDA) has keeps %v, err %v", workers.keeps != nil, err)
 	}
 }
+
+// TestNextLookDeparted: a departed member that answers and still holds something brings the
+// pipeline back by itself, whatever its entry's state; one that does not answer waits for its
+// health check (or the fence's bound) instead.
+func TestNextLookDeparted(t *testing.T) {
+	r := &CoordinatorReconciler{WaitInterval: 2 * time.Second, RetryInterval: 30 * time.Second}
+	p := &urutauv1alpha1.CDCPipeline{}
+	for _, tc := range []struct {
+		name  string
+		state DepartedState
+		want  time.Duration
+	}{
+		{"holding a reader", DepartedHolding, 2 * time.Second},
+		{"draining", DepartedDraining, 2 * time.Second},
+		{"empty", DepartedEmpty, 0},
+		{"unreachable", DepartedUnreachable, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pl := &placement{departed: map[entryKey]departedResult{{cluster: "a"}: {state: tc.state}}}
+			// No Removing: the entry was confirmed gone, so the status does not list it.
+			if got := r.nextLook(p, &world{}, Observation{}, pl, nil); got != tc.want {
+				t.Errorf("nextLook = %s, want %s", got, tc.want)
+			}
+		})
+	}
+}

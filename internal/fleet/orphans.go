@@ -44,6 +44,10 @@ type orphanScanner struct {
 	leases *leaseStore
 	// identity is a member's identity as last read ("" when unknown).
 	identity func(member string) string
+	// mayLag tells whether the cache of the member at host may lag (Liveness.cacheMayLag): the
+	// scan then lists the member itself, or an object created while it did not answer would go
+	// unseen until its informers' backoff ends.
+	mayLag func(host string) bool
 	// stray records a live pipeline's objects found in a member no entry of it names.
 	stray    func(ctx context.Context, member string, p *urutauv1alpha1.CDCPipeline, g *orphanGroup)
 	recorder events.EventRecorder
@@ -117,11 +121,16 @@ func (o *orphanScanner) dueAt(member string, now time.Time) bool {
 	return true
 }
 
-// ours groups the hub's objects in the member's cache by pipeline UID.
+// ours groups the hub's objects in the member's cache (in the member, while it may lag) by
+// pipeline UID.
 func (o *orphanScanner) ours(ctx context.Context, c *memberConn) (map[types.UID]*orphanGroup, error) {
 	out := map[types.UID]*orphanGroup{}
+	var from client.Reader = c.cached
+	if o.mayLag != nil && o.mayLag(c.host()) {
+		from = c.live
+	}
 	for _, list := range memberWatchedLists() {
-		if err := c.cached.List(ctx, list, client.HasLabels{urutauv1alpha1.LabelHubPipelineUID}); err != nil {
+		if err := from.List(ctx, list, client.HasLabels{urutauv1alpha1.LabelHubPipelineUID}); err != nil {
 			return nil, fmt.Errorf("listing %T in the member cache: %w", list, err)
 		}
 		items, err := meta.ExtractList(list)

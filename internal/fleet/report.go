@@ -155,6 +155,12 @@ func (r *CoordinatorReconciler) nextLook(p *urutauv1alpha1.CDCPipeline, w *world
 		soonest(r.SecretRecheckInterval)
 	}
 	for _, d := range pl.departed {
+		if d.state == DepartedHolding || d.state == DepartedDraining {
+			// A member that answers and still holds something, an entry confirmed gone included
+			// (not in Removing), or a write it may still commit (fenceLateWrites): its objects
+			// going makes no event while its cache lags.
+			soonest(min(r.WaitInterval, r.RetryInterval))
+		}
 		if !d.fencedUntil.IsZero() {
 			// The fence's bound passes with no event: look then.
 			soonest(max(time.Until(d.fencedUntil), 0) + 100*time.Millisecond)

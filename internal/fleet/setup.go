@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -199,7 +200,8 @@ func (r *CoordinatorReconciler) healthMonitor(mgr mcmanager.Manager, lr *LeaseRe
 	}
 	scanner := &orphanScanner{hub: r.Client, leases: &r.leases, recorder: r.Recorder, entryKind: kind,
 		interval: r.OrphanScanInterval, deleteAll: r.DeleteOrphans,
-		identity: r.members.knownIdentity, stray: r.recordStray}
+		identity: r.members.knownIdentity, stray: r.recordStray,
+		mayLag: func(host string) bool { return r.Liveness.cacheMayLag(host, time.Now()) }}
 	return &healthMonitor{
 		members: &r.members, inventory: r.Inventory, interval: r.HealthInterval, timeout: r.MemberTimeout,
 		changed: func(member string) {

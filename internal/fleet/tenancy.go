@@ -166,7 +166,7 @@ func (j *applyJob) secretsOpen(ctx context.Context, read map[string]*corev1.Secr
 // the kubelet would go on refreshing the mounted copy. It starts again once the Secret is open.
 func (j *applyJob) stopCoordinator(ctx context.Context, res *memberResult, w *coordinator.Workload) {
 	sts := &appsv1.StatefulSet{}
-	err := j.conn.cached.Get(ctx, client.ObjectKey{Namespace: j.p.Namespace, Name: coordinator.CoordinatorName(j.p.Name)}, sts)
+	err := j.reader().Get(ctx, client.ObjectKey{Namespace: j.p.Namespace, Name: coordinator.CoordinatorName(j.p.Name)}, sts)
 	if err != nil || sts.Labels[urutauv1alpha1.LabelHubPipelineUID] != string(j.p.UID) || (sts.Spec.Replicas != nil && *sts.Spec.Replicas == 0) {
 		return
 	}
@@ -193,7 +193,7 @@ func (j *applyJob) stopCoordinator(ctx context.Context, res *memberResult, w *co
 func (j *applyJob) workerNamesFree(ctx context.Context, w *coordinator.Workload) error {
 	for _, name := range grantedWorkerNames(w) {
 		for _, obj := range []client.Object{&appsv1.StatefulSet{}, &corev1.Service{}} {
-			err := j.conn.cached.Get(ctx, client.ObjectKey{Namespace: j.p.Namespace, Name: name}, obj)
+			err := j.reader().Get(ctx, client.ObjectKey{Namespace: j.p.Namespace, Name: name}, obj)
 			if apierrors.IsNotFound(err) || (err == nil && workerOf(obj, j.p.Name)) {
 				continue
 			}
