@@ -55,6 +55,15 @@ func (l loss) deadline(b Bounds, threshold time.Duration) Stamp {
 	return d
 }
 
+// readerDeadline is when the reader on the member it moved to must run. A cut that does not
+// hang may still catch a fence renewal in flight (a connection dropped, an API server killed
+// mid-request): the hub got no answer, cannot tell whether it was written, and waits for it as
+// for a hung member (fleet's memberWriteLanding) before the fence's bound runs. The decision
+// itself waits for nothing of that (deadline).
+func (l loss) readerDeadline(b Bounds, threshold time.Duration) Stamp {
+	return max(l.deadline(b, threshold), l.In.from+failoverBound(b, threshold, true))
+}
+
 // The cuts a loss of a member is made of.
 const (
 	cutStopped     = "stopped"
@@ -128,6 +137,10 @@ type failoverWindow struct {
 	f        *pipelineFacts
 	l        loss
 	deadline Stamp
+	// readerBy is when the reader on the member it moved to must run (loss.readerDeadline);
+	// readerJudged is false when something other than the loss may delay it until then.
+	readerBy     Stamp
+	readerJudged bool
 }
 
 // failoverWindows are the losses I6 judges: the member a failover pipeline surely ran on (its
@@ -147,11 +160,14 @@ func failoverWindows(cc *checkContext) []failoverWindow {
 			if memberAt(members, l.In.from) != l.Member {
 				continue
 			}
-			d := l.deadline(cc.rec.Bounds, ms(f.Failover.ThresholdMillis))
+			threshold := ms(f.Failover.ThresholdMillis)
+			d := l.deadline(cc.rec.Bounds, threshold)
 			if l.In.to < d || (f.DeleteOp != nil && f.DeleteOp.Start < d) || cc.disturbed(f, l, d, ls) {
 				continue
 			}
-			out = append(out, failoverWindow{f: f, l: l, deadline: d})
+			rd := l.readerDeadline(cc.rec.Bounds, threshold)
+			judged := (f.DeleteOp == nil || f.DeleteOp.Start >= rd) && !cc.disturbed(f, l, rd, ls)
+			out = append(out, failoverWindow{f: f, l: l, deadline: d, readerBy: rd, readerJudged: judged})
 		}
 	}
 	return out
@@ -254,8 +270,9 @@ func outOfInventory(ops []OpRecord, m string) []span {
 // checkFailover (I6): a failover pipeline leaves a member it surely ran on, lost for good,
 // within failoverBound, with no person acting: by the deadline its status.failover.member names
 // another member (the earliest moment that write may have been committed is not after it) and,
-// if that member stayed usable, a reader surely ran there: a status alone moves nothing. (Not
-// while another pipeline of its identity may hold a reader: the reader lease makes it wait.)
+// if that member stayed usable, a reader surely ran there by loss.readerDeadline (which allows
+// for a renewal the cut left unanswered): a status alone moves nothing. (Not while another
+// pipeline of its identity may hold a reader: the reader lease makes it wait.)
 func checkFailover(cc *checkContext, res *Result) {
 	for _, f := range sortedPipes(cc.pipes) {
 		if f.Failover == nil {
@@ -275,11 +292,11 @@ func checkFailover(cc *checkContext, res *Result) {
 	ls := losses(cc.rec.Ops)
 	for _, w := range failoverWindows(cc) {
 		moves := cc.movesOff(w, ls)
-		if i := slices.IndexFunc(moves, func(m failoverMove) bool { return m.passes(w.deadline) }); i >= 0 {
+		if i := slices.IndexFunc(moves, func(m failoverMove) bool { return m.passes(w) }); i >= 0 {
 			m := moves[i]
-			res.Notes = append(res.Notes, fmt.Sprintf("%s: %s left %s (lost by op #%02d at %s) for %s: decided by %s, a reader there from %s (usable throughout: %v; another pipeline of its identity may read: %v; bound %s)",
+			res.Notes = append(res.Notes, fmt.Sprintf("%s: %s left %s (lost by op #%02d at %s) for %s: decided by %s, a reader there from %s (usable throughout: %v; another pipeline of its identity may read: %v; reader bound %s)",
 				InvFailover, pipeName(w.f), w.l.Member, w.l.Op, stampString(w.l.In.from), m.Member,
-				stampString(m.At.from), stampString(m.reader), m.usable, m.contended, stampString(w.deadline)))
+				stampString(m.At.from), stampString(m.reader), m.usable, m.contended, stampString(w.readerBy)))
 			continue
 		}
 		res.Violations = append(res.Violations, failoverViolation(cc, w, moves))
@@ -298,10 +315,10 @@ type failoverMove struct {
 	contended bool
 }
 
-// passes tells whether the move may have been decided by d and, where the hub could start a
-// reader there, one surely ran by d.
-func (m failoverMove) passes(d Stamp) bool {
-	return m.At.from <= d && (m.reader <= d || !m.usable || m.contended)
+// passes tells whether the move may have been decided by w's deadline and, where the hub could
+// start a reader there, one surely ran by w.readerBy.
+func (m failoverMove) passes(w failoverWindow) bool {
+	return m.At.from <= w.deadline && (m.reader <= w.readerBy || !w.readerJudged || !m.usable || m.contended)
 }
 
 // contended tells whether a reader of another pipeline of f's source identity may have run at
@@ -324,7 +341,7 @@ func (cc *checkContext) movesOff(w failoverWindow, ls []loss) []failoverMove {
 		if m.At.to <= w.l.In.from || m.Member == "" || m.Member == w.l.Member {
 			continue
 		}
-		win := span{w.l.In.from, w.deadline}
+		win := span{w.l.In.from, w.readerBy}
 		mv := failoverMove{failoverMember: m, reader: forever, usable: usable(cc.rec.Ops, ls, m.Member, win), contended: cc.contended(w.f, win)}
 		for _, p := range cc.podsOf(w.f.UID, m.Member) {
 			// A reader a person made there is no failover.
@@ -347,7 +364,7 @@ func failoverViolation(cc *checkContext, w failoverWindow, moves []failoverMove)
 	for _, m := range moves {
 		if m.At.from <= w.deadline {
 			what = fmt.Sprintf("pipeline %s moved from %s to %s (decided by %s), but no reader surely ran there by %s (first from %s)",
-				pipeName(w.f), w.l.Member, m.Member, stampString(m.At.from), stampString(w.deadline), stampString(m.reader))
+				pipeName(w.f), w.l.Member, m.Member, stampString(m.At.from), stampString(w.readerBy), stampString(m.reader))
 			break
 		}
 	}

@@ -97,7 +97,7 @@ func fencedFailoverCmd(bStart float64, cmd []string) *rb {
 	b.sample("member-a", 0.4, 49).sample("member-a", 0.6, 50, "pa").sample("member-a", 99, 200, "pa")
 	b.rec.Events = append(b.rec.Events, Event{Cluster: "member-b", Kind: kindPods, Type: Added, Recv: sec(bStart + 0.1), RVLo: 70, RVHi: 70,
 		Obj: ObjInfo{UID: "pb", Name: "pb", RV: 70, Owner: "sb", Phase: "Running"}})
-	b.sample("member-b", bStart-0.2, 69).sample("member-b", bStart+0.05, 70, "pb").sample("member-b", 99, 300, "pb")
+	b.sample("member-b", bStart-0.2, 69).sample("member-b", bStart+0.05, 70, "pb").sample("member-b", max(99, bStart+5), 300, "pb")
 	return b
 }
 
@@ -188,7 +188,8 @@ func TestCheckFailoverLiveness(t *testing.T) {
 		return b
 	}
 	abc := []string{"member-a", "member-b", "member-c"}
-	// a is lost at 10.1 s; the deadline is 37.1 s; b's reader surely runs from bStart+0.1 (17 s).
+	// a is lost at 10.1 s; the deadline is 37.1 s, the reader's 107.1 s; b's reader surely runs
+	// from bStart+0.1 (17 s).
 	for name, tc := range map[string]struct {
 		candidates []string // nil: a and b
 		movedAt    float64  // 0: never
@@ -196,6 +197,7 @@ func TestCheckFailoverLiveness(t *testing.T) {
 		bStart     float64  // 0: 17
 		restart    float64  // a started again at (0: never)
 		extra      []Op     // ops at 20 s, 21 s, ...
+		late       []Op     // ops at 60 s, 61 s, ...
 		want       int      // I6 violations
 		windows    int
 	}{
@@ -209,8 +211,12 @@ func TestCheckFailoverLiveness(t *testing.T) {
 		"a back before the deadline: not judged":       {restart: 20, want: 0, windows: 0},
 		"a back after the deadline, never moved":       {restart: 80, want: 1, windows: 1},
 		// A move passes once a reader surely ran where it went, when that member stayed usable.
-		"moved in time, b's reader only after the deadline": {movedAt: 25, bStart: 50, want: 1, windows: 1},
-		"moved in time to c, no reader there":               {candidates: abc, movedAt: 25, moveTo: "member-c", want: 1, windows: 1},
+		// The reader may wait 70 s more for a renewal the stop left unanswered (107.1 s).
+		"moved in time, b's reader after the decision's deadline, before the reader's": {movedAt: 25, bStart: 50, want: 0, windows: 1},
+		"moved in time, b's reader only after the reader's deadline":                   {movedAt: 25, bStart: 110, want: 1, windows: 1},
+		"moved in time, a hub killed before the reader's deadline: the reader not judged": {movedAt: 25, bStart: 110,
+			late: []Op{KillHub{Hub: 0}}, want: 0, windows: 1},
+		"moved in time to c, no reader there": {candidates: abc, movedAt: 25, moveTo: "member-c", want: 1, windows: 1},
 		"moved in time to c, lost meanwhile: the move is all the hub could do": {candidates: abc, movedAt: 25, moveTo: "member-c",
 			extra: []Op{Partition{Member: "member-c"}}, want: 0, windows: 1},
 		// Judged while some other named candidate stays usable.
@@ -233,6 +239,9 @@ func TestCheckFailoverLiveness(t *testing.T) {
 			}
 			for i, o := range tc.extra {
 				b.op(o, 20+float64(i), 20.1+float64(i), PipelineRef{Name: "p1", UID: "u1"})
+			}
+			for i, o := range tc.late {
+				b.op(o, 60+float64(i), 60.1+float64(i), PipelineRef{Name: "p1", UID: "u1"})
 			}
 			res := Check(&b.rec)
 			if got := res.Counts()[InvFailover]; got != tc.want {
