@@ -58,12 +58,20 @@ type orphanScanner struct {
 	deleteAll bool
 
 	mu sync.Mutex
-	// suspects are the UIDs the last scan of each member found orphaned; last when it ran.
-	suspects map[string]sets.Set[types.UID]
+	// suspects are the groups the last scan of each member found orphaned; last when it ran.
+	suspects map[string]sets.Set[orphanKey]
 	last     map[string]time.Time
 }
 
-// orphanGroup is what a member holds of one pipeline UID.
+// orphanKey names a group: a pipeline UID in one member namespace. A pipeline's objects found
+// in two namespaces (a restore into another one) are two groups, each recounted and removed in
+// its own namespace.
+type orphanKey struct {
+	uid       types.UID
+	namespace string
+}
+
+// orphanGroup is what a member holds of one pipeline UID in one namespace.
 type orphanGroup struct {
 	uid       types.UID
 	namespace string
@@ -122,9 +130,9 @@ func (o *orphanScanner) dueAt(member string, now time.Time) bool {
 }
 
 // ours groups the hub's objects in the member's cache (in the member, while it may lag) by
-// pipeline UID.
-func (o *orphanScanner) ours(ctx context.Context, c *memberConn) (map[types.UID]*orphanGroup, error) {
-	out := map[types.UID]*orphanGroup{}
+// pipeline UID and namespace.
+func (o *orphanScanner) ours(ctx context.Context, c *memberConn) (map[orphanKey]*orphanGroup, error) {
+	out := map[orphanKey]*orphanGroup{}
 	var from client.Reader = c.cached
 	if o.mayLag != nil && o.mayLag(c.host()) {
 		from = c.live
@@ -143,11 +151,11 @@ func (o *orphanScanner) ours(ctx context.Context, c *memberConn) (map[types.UID]
 				continue
 			}
 			l := obj.GetLabels()
-			uid := types.UID(l[urutauv1alpha1.LabelHubPipelineUID])
-			g := out[uid]
+			k := orphanKey{uid: types.UID(l[urutauv1alpha1.LabelHubPipelineUID]), namespace: obj.GetNamespace()}
+			g := out[k]
 			if g == nil {
-				g = &orphanGroup{uid: uid, namespace: obj.GetNamespace(), name: l[urutauv1alpha1.LabelHubName]}
-				out[uid] = g
+				g = &orphanGroup{uid: k.uid, namespace: k.namespace, name: l[urutauv1alpha1.LabelHubName]}
+				out[k] = g
 			}
 			g.objects++
 		}
@@ -195,22 +203,22 @@ func (o *orphanScanner) recorded(ctx context.Context, member, id string) (record
 }
 
 // confirm keeps the groups this scan and the one before both found unaccounted for.
-func (o *orphanScanner) confirm(member string, found map[types.UID]*orphanGroup, known sets.Set[types.UID]) []*orphanGroup {
+func (o *orphanScanner) confirm(member string, found map[orphanKey]*orphanGroup, known sets.Set[types.UID]) []*orphanGroup {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	now := sets.New[types.UID]()
+	now := sets.New[orphanKey]()
 	var out []*orphanGroup
-	for uid, g := range found {
-		if known.Has(uid) {
+	for k, g := range found {
+		if known.Has(k.uid) {
 			continue
 		}
-		now.Insert(uid)
-		if o.suspects[member].Has(uid) {
+		now.Insert(k)
+		if o.suspects[member].Has(k) {
 			out = append(out, g)
 		}
 	}
 	if o.suspects == nil {
-		o.suspects = map[string]sets.Set[types.UID]{}
+		o.suspects = map[string]sets.Set[orphanKey]{}
 	}
 	o.suspects[member] = now
 	return out

@@ -3,12 +3,14 @@ package fleet
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -62,5 +64,44 @@ func TestConfirmLive(t *testing.T) {
 				t.Errorf("objects = %d, want %d", g.objects, tc.wantCounts)
 			}
 		})
+	}
+}
+
+// TestOrphanConfirmPerNamespace: a pipeline's objects in two namespaces of a member are two
+// groups, each confirmed by two scans in a row in its own namespace, and none once an entry
+// records the pipeline there.
+func TestOrphanConfirmPerNamespace(t *testing.T) {
+	o := &orphanScanner{}
+	found := func(nss ...string) map[orphanKey]*orphanGroup {
+		out := map[orphanKey]*orphanGroup{}
+		for _, ns := range nss {
+			out[orphanKey{uid: "u1", namespace: ns}] = &orphanGroup{uid: "u1", namespace: ns, objects: 1}
+		}
+		return out
+	}
+	namespaces := func(gs []*orphanGroup) []string {
+		var out []string
+		for _, g := range gs {
+			out = append(out, g.namespace)
+		}
+		slices.Sort(out)
+		return out
+	}
+	none := sets.New[types.UID]()
+	for i, step := range []struct {
+		found []string
+		known sets.Set[types.UID]
+		want  []string
+	}{
+		{found: []string{"cdc"}, known: none, want: nil},
+		{found: []string{"cdc", "restored"}, known: none, want: []string{"cdc"}},
+		{found: []string{"cdc", "restored"}, known: none, want: []string{"cdc", "restored"}},
+		{found: []string{"restored"}, known: none, want: []string{"restored"}},
+		{found: []string{"cdc", "restored"}, known: sets.New[types.UID]("u1"), want: nil},
+		{found: []string{"cdc"}, known: none, want: nil},
+	} {
+		if got := namespaces(o.confirm("a", found(step.found...), step.known)); !slices.Equal(got, step.want) {
+			t.Errorf("scan %d: confirmed %v, want %v", i, got, step.want)
+		}
 	}
 }
