@@ -41,6 +41,7 @@ import (
 	"github.com/urutau-io/fleet/internal/fleetview"
 	"github.com/urutau-io/fleet/internal/inventory"
 	"github.com/urutau-io/fleet/internal/inventory/clusterprofile"
+	"github.com/urutau-io/fleet/internal/membercache"
 	"github.com/urutau-io/fleet/internal/version"
 	internalwebhook "github.com/urutau-io/fleet/internal/webhook"
 )
@@ -150,7 +151,7 @@ func setup(ctx context.Context, o options, cfg *rest.Config) (mcmanager.Manager,
 	// Member caches hold only what the hub writes, and use our scheme so ScaledObjects decode.
 	memberOptions := []cluster.Option{
 		func(co *cluster.Options) { co.Scheme = scheme },
-		fleet.MemberClusterOptions(o.memberTimeout),
+		membercache.Options(o.memberTimeout),
 	}
 	liveness := &fleet.Liveness{}
 	// Screening first: the others only wrap the transport of a config that passed.

@@ -7,11 +7,6 @@ import (
 	"strings"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
-	policyv1 "k8s.io/api/policy/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/util/workqueue"
@@ -33,23 +28,6 @@ import (
 // their hub pipeline by label (except the echoes of our own applies), our own hub writes are
 // filtered out (echoFilter), inventory changes bring back the pipelines they concern, and lease
 // changes bring back the pipelines that wait on that lease.
-
-// memberWatchedKinds are the kinds watched in members. Each is cached there, but only our own
-// objects (MemberClusterOptions). ScaledObjects are not watched: a member may lack the CRD.
-func memberWatchedKinds() []client.Object {
-	return []client.Object{
-		&appsv1.StatefulSet{}, &corev1.ConfigMap{}, &corev1.Service{}, &corev1.ServiceAccount{},
-		&rbacv1.Role{}, &rbacv1.RoleBinding{}, &policyv1.PodDisruptionBudget{}, &networkingv1.NetworkPolicy{},
-	}
-}
-
-// memberWatchedLists are empty lists of memberWatchedKinds.
-func memberWatchedLists() []client.ObjectList {
-	return []client.ObjectList{
-		&appsv1.StatefulSetList{}, &corev1.ConfigMapList{}, &corev1.ServiceList{}, &corev1.ServiceAccountList{},
-		&rbacv1.RoleList{}, &rbacv1.RoleBindingList{}, &policyv1.PodDisruptionBudgetList{}, &networkingv1.NetworkPolicyList{},
-	}
-}
 
 // mapMemberObject maps an object in a member to the hub pipeline that wrote it, or, for an object
 // that is not the fleet's, to the pipeline its name would belong to (<cr>-coordinator,

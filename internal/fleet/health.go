@@ -27,7 +27,8 @@ type healthMonitor struct {
 	timeout   time.Duration
 	// changed is called when what a check found differs from the check before.
 	changed func(member string)
-	// checked is called after each check that found the member answering.
+	// checked is called after each check that found the member answering, with the monitor's
+	// context (not the check's deadline).
 	checked func(ctx context.Context, member string, c *memberConn)
 	// listed is called once, with the inventory of the first round.
 	listed     func(ctx context.Context, members []inventory.Member)
@@ -131,8 +132,8 @@ func (h *healthMonitor) forget(member string) {
 }
 
 // check makes one check of member and records what it found.
-func (h *healthMonitor) check(ctx context.Context, member string) {
-	ctx, cancel := context.WithTimeout(ctx, h.timeout)
+func (h *healthMonitor) check(parent context.Context, member string) {
+	ctx, cancel := context.WithTimeout(parent, h.timeout)
 	defer cancel()
 	cl, err := h.members.mgr.GetCluster(ctx, multicluster.ClusterName(member))
 	if err != nil {
@@ -153,7 +154,7 @@ func (h *healthMonitor) check(ctx context.Context, member string) {
 	}
 	h.record(member, memberHealth{checked: true, up: true, engaged: true, lastAnswer: time.Now()}, id)
 	if h.checked != nil {
-		h.checked(ctx, member, c)
+		h.checked(parent, member, c)
 	}
 }
 

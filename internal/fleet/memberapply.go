@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"sync"
 
+	"github.com/urutau-io/fleet/internal/membercache"
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -94,7 +95,7 @@ func (c *memberClient) applyJSON(ctx context.Context, gvk schema.GroupVersionKin
 // which fills r.desired with the answer.
 func send(ctx context.Context, writer client.Client, manager string, r *applyRequest) (string, error) {
 	if mc, ok := writer.(*memberClient); ok && r.answer != nil {
-		if err := mc.applyJSON(ctx, memberKindGVK[memberKindOf(r.answer)], r.key, r.desiredJSON, manager, r.answer); err != nil {
+		if err := mc.applyJSON(ctx, membercache.KindOf(r.answer).GVK(), r.key, r.desiredJSON, manager, r.answer); err != nil {
 			return "", err
 		}
 		r.answered = true
@@ -117,7 +118,7 @@ func (r *applyRequest) appliedStatefulSet() (*appsv1.StatefulSet, error) {
 // newAnswer is an empty typed object of live's kind for the answer of an apply; nil for a kind
 // the member cache does not know.
 func newAnswer(live client.Object) client.Object {
-	return memberKindOf(live).newTyped()
+	return membercache.KindOf(live).NewTyped()
 }
 
 // objectKeyOf reads the name and namespace of a typed apply configuration.

@@ -3,7 +3,6 @@ package fleet
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"sync"
@@ -12,10 +11,6 @@ import (
 
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/rest"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/cluster"
 )
 
 // MemberRequestDeadline is a REST option for member clusters: every request that is not a watch
@@ -245,81 +240,4 @@ func (t *livenessRoundTripper) RoundTrip(req *http.Request) (*http.Response, err
 		t.l.wrote(t.host, sent, err)
 	}
 	return resp, err
-}
-
-// MemberClusterOptions make a member's cache hold, of each kind the hub writes, every object in
-// the few hundred bytes of what the hub reads of it (memberObject, membercache.go): the hub's own
-// objects, to tell a no-op apply and a coordinator's readiness, and everyone else's, so that an
-// object of the same name that is not the pipeline's is seen before anything is written over it
-// (internal/adopt) without a read per object. The cache serves them as typed objects
-// (memberCache). Secrets and pods are never cached: they are read live. They also bound the first
-// sync of that cache by syncTimeout; hand them to the provider (kubeconfig.Options.ClusterOptions).
-//
-// Why the bound: the providers wait for a new member's cache to sync and then engage it with our
-// controllers, whose watch sources wait, with no deadline, for informers of each kind they watch.
-// Those informers start only then, so a member that stops answering between its connection and
-// its first LISTs held the provider, and with it every other member's engagement, for as long as
-// it did not answer. Here the providers' wait for the cache starts those informers itself and
-// gives up after syncTimeout: the provider fails this engagement and tries again later, and an
-// engagement that goes ahead finds every informer its sources want already synced.
-func MemberClusterOptions(syncTimeout time.Duration) cluster.Option {
-	return func(o *cluster.Options) {
-		o.Cache.DefaultTransform = compactMemberObject
-		o.Cache.NewInformer = newMemberInformer
-		o.NewCache = func(cfg *rest.Config, opts cache.Options) (cache.Cache, error) {
-			c, err := cache.New(cfg, opts)
-			if err != nil {
-				return nil, err
-			}
-			return &warmCache{Cache: &memberCache{Cache: c}, kinds: memberWatchedKinds(), timeout: syncTimeout, server: cfg.Host}, nil
-		}
-	}
-}
-
-// trimMeta drops the field sets of managedFields and the last-applied annotation of kubectl.
-func trimMeta(obj client.Object) {
-	mf := obj.GetManagedFields()
-	for i := range mf {
-		mf[i].FieldsV1 = nil
-	}
-	obj.SetManagedFields(mf)
-	if a := obj.GetAnnotations(); a != nil {
-		delete(a, "kubectl.kubernetes.io/last-applied-configuration")
-	}
-}
-
-// warmCache starts the informers of kinds on its first WaitForCacheSync, within timeout.
-type warmCache struct {
-	cache.Cache
-	kinds   []client.Object
-	timeout time.Duration
-	server  string
-
-	mu     sync.Mutex
-	warmed bool
-}
-
-func (c *warmCache) WaitForCacheSync(ctx context.Context) bool {
-	if err := c.warm(ctx); err != nil {
-		ctrl.Log.WithName("member-cache").Info("cache did not sync: the provider will try the member again", "server", c.server, "timeout", c.timeout, "error", err.Error())
-		return false
-	}
-	return c.Cache.WaitForCacheSync(ctx)
-}
-
-func (c *warmCache) warm(ctx context.Context) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.warmed {
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(ctx, c.timeout)
-	defer cancel()
-	for _, obj := range c.kinds {
-		if _, err := c.GetInformer(ctx, obj); err != nil {
-			return fmt.Errorf("starting the informer of %T: %w", obj, err)
-		}
-	}
-	c.warmed = true
-	return nil
 }

@@ -24,7 +24,7 @@ type memberConn struct {
 	name string
 	cl   cluster.Cluster
 	// cached reads typed objects from the member's cache (the metadata of every object of the
-	// kinds we write, see MemberClusterOptions) and writes directly; live reads the member's API
+	// kinds we write, see membercache.Options) and writes directly; live reads the member's API
 	// server.
 	cached client.Client
 	live   client.Reader

@@ -18,6 +18,7 @@ import (
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
 	"github.com/urutau-io/fleet/internal/inventory"
+	"github.com/urutau-io/fleet/internal/membercache"
 )
 
 // orphanScanner finds, in each member, what the hub's records do not account for there:
@@ -54,6 +55,8 @@ type orphanScanner struct {
 	// entryKind is the kind of the inventory entries, which events about a member regard.
 	entryKind schema.GroupVersionKind
 	interval  time.Duration
+	// timeout bounds one scan of one member, every request of it included.
+	timeout time.Duration
 	// deleteAll is --delete-orphans.
 	deleteAll bool
 
@@ -61,6 +64,8 @@ type orphanScanner struct {
 	// suspects are the groups the last scan of each member found orphaned; last when it ran.
 	suspects map[string]sets.Set[orphanKey]
 	last     map[string]time.Time
+	// running are the members a scan runs on.
+	running sets.Set[string]
 }
 
 // orphanKey names a group: a pipeline UID in one member namespace. A pipeline's objects found
@@ -79,11 +84,24 @@ type orphanGroup struct {
 	objects   int
 }
 
-// scan looks for orphans in member m when its last scan is older than the interval.
-func (o *orphanScanner) scan(ctx context.Context, m inventory.Member, c *memberConn) {
+// start scans member m in a goroutine of its own, bounded by the scan's timeout, when its last
+// scan is older than the interval and none runs. The health check that found m answering calls
+// it: a scan that recounts many groups neither delays the next check nor runs out of the
+// check's deadline, whose cut requests would count as the member leaving them unanswered.
+func (o *orphanScanner) start(ctx context.Context, m inventory.Member, c *memberConn) {
 	if !o.dueAt(m.Name, time.Now()) {
 		return
 	}
+	go func() {
+		defer o.finished(m.Name)
+		ctx, cancel := context.WithTimeout(ctx, o.timeout)
+		defer cancel()
+		o.scan(ctx, m, c)
+	}()
+}
+
+// scan looks for orphans in member m.
+func (o *orphanScanner) scan(ctx context.Context, m inventory.Member, c *memberConn) {
 	found, err := o.ours(ctx, c)
 	if err != nil {
 		ctrl.LoggerFrom(ctx).Info("orphan scan failed", "cluster", m.Name, "error", err.Error())
@@ -116,17 +134,26 @@ func (o *orphanScanner) scan(ctx context.Context, m inventory.Member, c *memberC
 	}
 }
 
+// dueAt tells whether member's scan should start now, and marks it running.
 func (o *orphanScanner) dueAt(member string, now time.Time) bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if now.Sub(o.last[member]) < o.interval {
+	if now.Sub(o.last[member]) < o.interval || o.running.Has(member) {
 		return false
 	}
 	if o.last == nil {
-		o.last = map[string]time.Time{}
+		o.last, o.running = map[string]time.Time{}, sets.New[string]()
 	}
 	o.last[member] = now
+	o.running.Insert(member)
 	return true
+}
+
+// finished marks member's scan done.
+func (o *orphanScanner) finished(member string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.running.Delete(member)
 }
 
 // ours groups the hub's objects in the member's cache (in the member, while it may lag) by
@@ -137,7 +164,7 @@ func (o *orphanScanner) ours(ctx context.Context, c *memberConn) (map[orphanKey]
 	if o.mayLag != nil && o.mayLag(c.host()) {
 		from = c.live
 	}
-	for _, list := range memberWatchedLists() {
+	for _, list := range membercache.Lists() {
 		if err := from.List(ctx, list, client.HasLabels{urutauv1alpha1.LabelHubPipelineUID}); err != nil {
 			return nil, fmt.Errorf("listing %T in the member cache: %w", list, err)
 		}
@@ -232,7 +259,7 @@ func (o *orphanScanner) confirm(member string, found map[orphanKey]*orphanGroup,
 // kind in one namespace, is paid only for groups two scans in a row found unaccounted for.
 func confirmLive(ctx context.Context, live client.Reader, g *orphanGroup) bool {
 	n := 0
-	for _, list := range memberWatchedLists() {
+	for _, list := range membercache.Lists() {
 		err := live.List(ctx, list, client.InNamespace(g.namespace), client.MatchingLabels{urutauv1alpha1.LabelHubPipelineUID: string(g.uid)})
 		if err != nil {
 			ctrl.LoggerFrom(ctx).Info("orphan scan: recounting in the member failed; not acted on", "namespace", g.namespace, "pipelineUID", g.uid, "error", err.Error())
@@ -271,4 +298,10 @@ func entryObject(kind schema.GroupVersionKind, m inventory.Member) *metav1.Parti
 	p := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: m.Namespace, Name: m.Name, UID: m.UID}}
 	p.SetGroupVersionKind(kind)
 	return p
+}
+
+// orphanScanTimeout bounds one scan of one member: a few member timeouts, for the lists, the
+// stray pod lists of each namespace and the recounts (each request also bounded by its own).
+func orphanScanTimeout(memberTimeout time.Duration) time.Duration {
+	return 6 * memberTimeout
 }

@@ -28,6 +28,7 @@ import (
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
 	"github.com/urutau-io/fleet/internal/inventory"
+	"github.com/urutau-io/fleet/internal/membercache"
 	"github.com/urutau-io/fleet/internal/webhook"
 )
 
@@ -148,7 +149,7 @@ func (r *CoordinatorReconciler) setupPipelineController(mgr mcmanager.Manager) e
 		// A member that is not engaged yet must be retried, not dropped.
 		WithClusterNotFoundWrapper(false).
 		WithOptions(mccontroller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles})
-	for _, obj := range memberWatchedKinds() {
+	for _, obj := range membercache.Kinds() {
 		b = b.Watches(obj, r.memberEventHandler,
 			mcbuilder.WithEngageWithLocalCluster(false),
 			mcbuilder.WithEngageWithProviderClusters(true))
@@ -199,7 +200,7 @@ func (r *CoordinatorReconciler) healthMonitor(mgr mcmanager.Manager, lr *LeaseRe
 		kind.Version = "v1"
 	}
 	scanner := &orphanScanner{hub: r.Client, leases: &r.leases, recorder: r.Recorder, entryKind: kind,
-		interval: r.OrphanScanInterval, deleteAll: r.DeleteOrphans,
+		interval: r.OrphanScanInterval, timeout: orphanScanTimeout(r.MemberTimeout), deleteAll: r.DeleteOrphans,
 		identity: r.members.knownIdentity, stray: r.recordStray,
 		mayLag: func(host string) bool { return r.Liveness.cacheMayLag(host, time.Now()) }}
 	return &healthMonitor{
@@ -217,7 +218,7 @@ func (r *CoordinatorReconciler) healthMonitor(mgr mcmanager.Manager, lr *LeaseRe
 		},
 		checked: func(ctx context.Context, member string, c *memberConn) {
 			if m, ok := r.inventoryMember(ctx, member); ok {
-				scanner.scan(ctx, m, c)
+				scanner.start(ctx, m, c)
 			}
 		},
 	}

@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/structured-merge-diff/v6/typed"
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
+	"github.com/urutau-io/fleet/internal/membercache"
 )
 
 // applyRequest is one object to Server-Side Apply into a member.
@@ -339,27 +340,7 @@ func (a *applier) forget(member string, obj client.Object) {
 
 // kindOf names the kinds the member watches deliver, as applyRequest.kind does.
 func kindOf(obj client.Object) string {
-	switch o := obj.(type) {
-	case *memberObject:
-		return memberKindGVK[o.kind].Kind
-	case *corev1.ServiceAccount:
-		return "ServiceAccount"
-	case *policyv1.PodDisruptionBudget:
-		return "PodDisruptionBudget"
-	case *rbacv1.Role:
-		return "Role"
-	case *rbacv1.RoleBinding:
-		return "RoleBinding"
-	case *corev1.Service:
-		return "Service"
-	case *corev1.ConfigMap:
-		return "ConfigMap"
-	case *appsv1.StatefulSet:
-		return "StatefulSet"
-	case *networkingv1.NetworkPolicy:
-		return "NetworkPolicy"
-	}
-	return ""
+	return membercache.KindOf(obj).GVK().Kind
 }
 
 // resourceVersionOf reads metadata.resourceVersion from an apply configuration that the client

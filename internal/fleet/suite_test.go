@@ -25,6 +25,7 @@ import (
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
 	"github.com/urutau-io/fleet/internal/fleet"
 	"github.com/urutau-io/fleet/internal/inventory"
+	"github.com/urutau-io/fleet/internal/membercache"
 	"github.com/urutau-io/fleet/internal/tenancy"
 	"github.com/urutau-io/fleet/internal/testenv"
 )
@@ -103,7 +104,7 @@ var _ = BeforeSuite(func() {
 	liveness := &fleet.Liveness{}
 	provider := kubeconfig.New(kubeconfig.Options{
 		Namespace:      systemNS,
-		ClusterOptions: []cluster.Option{fleet.MemberClusterOptions(memberTimeout)},
+		ClusterOptions: []cluster.Option{membercache.Options(memberTimeout)},
 		RESTOptions:    []func(*rest.Config) error{fleet.MemberRequestDeadline(memberTimeout), liveness.Track},
 	})
 	mgr, err := mcmanager.New(hub.Config, provider, manager.Options{

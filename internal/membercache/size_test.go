@@ -1,6 +1,8 @@
-package fleet
+package membercache
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"runtime"
@@ -48,7 +50,7 @@ func placementObjects(t testing.TB, i int, member string) []protoObject {
 	if err != nil {
 		t.Fatal(err)
 	}
-	manager := FieldManagerFor(DefaultFieldManager, member)
+	manager := "urutau-operator@" + member
 	applied := metav1.NewTime(time.Unix(1_800_000_000+int64(i), 0))
 	var out []protoObject
 	for n, ac := range []any{w.CoordinatorServiceAccount, w.WorkerServiceAccount, w.PodDisruptionBudget, w.Role, w.RoleBinding, w.Service, w.ConfigMap, w.StatefulSet} {
@@ -68,7 +70,7 @@ func placementObjects(t testing.TB, i int, member string) []protoObject {
 		if annotations == nil {
 			annotations = map[string]string{}
 		}
-		annotations[urutauv1alpha1.AnnotationAppliedHash] = contentHash(desired)
+		annotations[urutauv1alpha1.AnnotationAppliedHash] = appliedHash(desired)
 		obj.SetAnnotations(annotations)
 		obj.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: manager, Operation: metav1.ManagedFieldsOperationApply,
 			APIVersion: obj.GetObjectKind().GroupVersionKind().GroupVersion().String(), Time: &applied, FieldsType: "FieldsV1",
@@ -259,4 +261,10 @@ func TestMemberCacheBytesPerObject(t *testing.T) {
 			t.Errorf("%s: %.0f B per cached object, goal %.0f B", tc.name, per, tc.goal)
 		}
 	}
+}
+
+// appliedHash is the hub's applied-hash annotation of an apply body: its SHA-256, 16 hex digits.
+func appliedHash(desired []byte) string {
+	sum := sha256.Sum256(desired)
+	return hex.EncodeToString(sum[:])[:16]
 }

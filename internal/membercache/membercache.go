@@ -1,10 +1,15 @@
-package fleet
+// Package membercache is the hub's cache of a member cluster: of each kind the hub writes
+// (Kinds), every object, compacted to what the hub reads of it (a tenth of the typed object),
+// served back as typed objects; and a first sync bounded in time, so a member that stops
+// answering while it is engaged holds no other. Options hands it to a cluster provider.
+package membercache
 
 import (
 	"context"
 	"encoding/hex"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 	"unique"
 
@@ -19,14 +24,17 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
 )
 
-// A member cache holds, of each object of the kinds the hub writes (memberWatchedKinds), a
+// A member cache holds, of each object of the kinds the hub writes (Kinds), a
 // memberObject: what the hub reads of it, packed. At 10 members x 1,000 pipelines the typed objects
 // with their metadata took 1.9 KB each and most of the hub's heap (docs/benchmarks.md); a
 // memberObject takes about a tenth of that (TestMemberCacheBytesPerObject).
@@ -52,11 +60,11 @@ var memberLabels = []string{
 // memberAnnotations are the annotations a member cache keeps.
 var memberAnnotations = []string{urutauv1alpha1.AnnotationAppliedHash, urutauv1alpha1.AnnotationAdopt}
 
-// memberKind is a kind a member cache holds as memberObjects.
-type memberKind uint8
+// Kind is a kind a member cache holds as memberObjects.
+type Kind uint8
 
 const (
-	memberKindNone memberKind = iota
+	memberKindNone Kind = iota
 	memberKindStatefulSet
 	memberKindConfigMap
 	memberKindService
@@ -67,8 +75,8 @@ const (
 	memberKindNetworkPolicy
 )
 
-// memberKindGVK is each kind's GroupVersionKind; its Kind is also applyRequest.kind.
-var memberKindGVK = [...]schema.GroupVersionKind{
+// kindGVK is each kind's GroupVersionKind; its Kind is also applyRequest.kind.
+var kindGVK = [...]schema.GroupVersionKind{
 	memberKindStatefulSet:         appsv1.SchemeGroupVersion.WithKind("StatefulSet"),
 	memberKindConfigMap:           corev1.SchemeGroupVersion.WithKind("ConfigMap"),
 	memberKindService:             corev1.SchemeGroupVersion.WithKind("Service"),
@@ -79,8 +87,8 @@ var memberKindGVK = [...]schema.GroupVersionKind{
 	memberKindNetworkPolicy:       networkingv1.SchemeGroupVersion.WithKind("NetworkPolicy"),
 }
 
-// memberKindOf tells the kind of a typed object or list; memberKindNone for any other.
-func memberKindOf(o runtime.Object) memberKind {
+// KindOf tells the kind of a typed object or list; memberKindNone for any other.
+func KindOf(o runtime.Object) Kind {
 	switch o := o.(type) {
 	case *appsv1.StatefulSet, *appsv1.StatefulSetList:
 		return memberKindStatefulSet
@@ -120,7 +128,7 @@ type memberObject struct {
 	generation int64
 	hash       [8]byte
 	sts        *memberStatefulSet
-	kind       memberKind
+	kind       Kind
 	// packed tells which of uid, rv and hash hold the value (packedUID...); the others are in meta.
 	packed uint8
 }
@@ -147,7 +155,7 @@ type memberStatefulSet struct {
 	status      appsv1.StatefulSetStatus
 }
 
-// compactMemberObject is the member caches' transform: the objects of memberWatchedKinds become
+// compactMemberObject is the member caches' transform: the objects of Kinds become
 // memberObjects; any other object loses its field sets (trimMeta).
 func compactMemberObject(in any) (any, error) {
 	obj, ok := in.(client.Object)
@@ -157,7 +165,7 @@ func compactMemberObject(in any) (any, error) {
 	if o, ok := obj.(*memberObject); ok {
 		return o, nil
 	}
-	kind := memberKindOf(obj)
+	kind := KindOf(obj)
 	if kind == memberKindNone {
 		trimMeta(obj)
 		return obj, nil
@@ -248,8 +256,8 @@ func ptrTime(t time.Time) *metav1.Time {
 
 // into fills out, a typed object of o's kind, with what o keeps.
 func (o *memberObject) into(out client.Object) error {
-	if k := memberKindOf(out); k != o.kind {
-		return fmt.Errorf("the member cache holds a %s, not a %T", memberKindGVK[o.kind].Kind, out)
+	if k := KindOf(out); k != o.kind {
+		return fmt.Errorf("the member cache holds a %s, not a %T", kindGVK[o.kind].Kind, out)
 	}
 	m := o.objectMeta()
 	switch out := out.(type) {
@@ -277,12 +285,12 @@ func (o *memberObject) into(out client.Object) error {
 	case *networkingv1.NetworkPolicy:
 		*out = networkingv1.NetworkPolicy{ObjectMeta: m}
 	}
-	out.GetObjectKind().SetGroupVersionKind(memberKindGVK[o.kind])
+	out.GetObjectKind().SetGroupVersionKind(kindGVK[o.kind])
 	return nil
 }
 
-// newTyped is an empty typed object of kind.
-func (k memberKind) newTyped() client.Object {
+// NewTyped is an empty typed object of kind.
+func (k Kind) NewTyped() client.Object {
 	switch k {
 	case memberKindStatefulSet:
 		return &appsv1.StatefulSet{}
@@ -509,7 +517,7 @@ func decodeManagers(s string) []metav1.ManagedFieldsEntry {
 	return out
 }
 
-// memberCache serves the typed objects of memberWatchedKinds from the memberObjects its
+// memberCache serves the typed objects of Kinds from the memberObjects its
 // informers hold, and anything else from the cache it wraps.
 type memberCache struct {
 	cache.Cache
@@ -530,7 +538,7 @@ func (c *memberCache) indexer(ctx context.Context, obj client.Object) (toolscach
 }
 
 func (c *memberCache) Get(ctx context.Context, key client.ObjectKey, out client.Object, opts ...client.GetOption) error {
-	kind := memberKindOf(out)
+	kind := KindOf(out)
 	if kind == memberKindNone {
 		return c.Cache.Get(ctx, key, out, opts...)
 	}
@@ -547,7 +555,7 @@ func (c *memberCache) Get(ctx context.Context, key client.ObjectKey, out client.
 		return err
 	}
 	if !exists {
-		gvk := memberKindGVK[kind]
+		gvk := kindGVK[kind]
 		return apierrors.NewNotFound(schema.GroupResource{Group: gvk.Group, Resource: gvk.Kind}, key.Name)
 	}
 	o, ok := item.(*memberObject)
@@ -560,7 +568,7 @@ func (c *memberCache) Get(ctx context.Context, key client.ObjectKey, out client.
 // List serves a namespace and a label selector (on the kept labels), not field selectors: the
 // member caches keep no index.
 func (c *memberCache) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
-	kind := memberKindOf(list)
+	kind := KindOf(list)
 	if kind == memberKindNone {
 		return c.Cache.List(ctx, list, opts...)
 	}
@@ -572,7 +580,7 @@ func (c *memberCache) List(ctx context.Context, list client.ObjectList, opts ...
 	if lo.Continue != "" {
 		return fmt.Errorf("listing %T from a member cache: continue is not supported", list)
 	}
-	store, err := c.indexer(ctx, kind.newTyped())
+	store, err := c.indexer(ctx, kind.NewTyped())
 	if err != nil {
 		return err
 	}
@@ -588,7 +596,7 @@ func (c *memberCache) List(ctx context.Context, list client.ObjectList, opts ...
 		if lo.Limit > 0 && int64(len(items)) >= lo.Limit {
 			break
 		}
-		out := kind.newTyped()
+		out := kind.NewTyped()
 		if err := o.into(out); err != nil {
 			return err
 		}
@@ -600,7 +608,7 @@ func (c *memberCache) List(ctx context.Context, list client.ObjectList, opts ...
 // newMemberInformer is the member caches' informer constructor: no index for the kinds held as
 // memberObjects (nothing queries one: memberCache.List scans), the default ones for any other.
 func newMemberInformer(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers toolscache.Indexers) toolscache.SharedIndexInformer {
-	if memberKindOf(obj) != memberKindNone {
+	if KindOf(obj) != memberKindNone {
 		indexers = toolscache.Indexers{}
 	}
 	return toolscache.NewSharedIndexInformer(lw, obj, resync, indexers)
@@ -611,7 +619,7 @@ func newMemberInformer(lw toolscache.ListerWatcher, obj runtime.Object, resync t
 
 func (o *memberObject) GetObjectKind() schema.ObjectKind { return o }
 
-func (o *memberObject) GroupVersionKind() schema.GroupVersionKind { return memberKindGVK[o.kind] }
+func (o *memberObject) GroupVersionKind() schema.GroupVersionKind { return kindGVK[o.kind] }
 
 func (o *memberObject) SetGroupVersionKind(schema.GroupVersionKind) {}
 
@@ -694,4 +702,116 @@ func (o *memberObject) SetOwnerReferences(r []metav1.OwnerReference) {
 }
 func (o *memberObject) SetManagedFields(f []metav1.ManagedFieldsEntry) {
 	o.edit(func(m *metav1.ObjectMeta) { m.ManagedFields = f })
+}
+
+// Kinds are the kinds watched in members. Each is cached there, but only our own
+// objects (Options). ScaledObjects are not watched: a member may lack the CRD.
+func Kinds() []client.Object {
+	return []client.Object{
+		&appsv1.StatefulSet{}, &corev1.ConfigMap{}, &corev1.Service{}, &corev1.ServiceAccount{},
+		&rbacv1.Role{}, &rbacv1.RoleBinding{}, &policyv1.PodDisruptionBudget{}, &networkingv1.NetworkPolicy{},
+	}
+}
+
+// Lists are empty lists of Kinds.
+func Lists() []client.ObjectList {
+	return []client.ObjectList{
+		&appsv1.StatefulSetList{}, &corev1.ConfigMapList{}, &corev1.ServiceList{}, &corev1.ServiceAccountList{},
+		&rbacv1.RoleList{}, &rbacv1.RoleBindingList{}, &policyv1.PodDisruptionBudgetList{}, &networkingv1.NetworkPolicyList{},
+	}
+}
+
+// Options make a member's cache hold, of each kind the hub writes, every object in
+// the few hundred bytes of what the hub reads of it (memberObject): the hub's own
+// objects, to tell a no-op apply and a coordinator's readiness, and everyone else's, so that an
+// object of the same name that is not the pipeline's is seen before anything is written over it
+// (internal/adopt) without a read per object. The cache serves them as typed objects
+// (memberCache). Secrets and pods are never cached: they are read live. They also bound the first
+// sync of that cache by syncTimeout; hand them to the provider (kubeconfig.Options.ClusterOptions).
+//
+// Why the bound: the providers wait for a new member's cache to sync and then engage it with our
+// controllers, whose watch sources wait, with no deadline, for informers of each kind they watch.
+// Those informers start only then, so a member that stops answering between its connection and
+// its first LISTs held the provider, and with it every other member's engagement, for as long as
+// it did not answer. Here the providers' wait for the cache starts those informers itself and
+// gives up after syncTimeout: the provider fails this engagement and tries again later, and an
+// engagement that goes ahead finds every informer its sources want already synced.
+func Options(syncTimeout time.Duration) cluster.Option {
+	return func(o *cluster.Options) {
+		o.Cache.DefaultTransform = compactMemberObject
+		o.Cache.NewInformer = newMemberInformer
+		o.NewCache = func(cfg *rest.Config, opts cache.Options) (cache.Cache, error) {
+			c, err := cache.New(cfg, opts)
+			if err != nil {
+				return nil, err
+			}
+			return &warmCache{Cache: &memberCache{Cache: c}, kinds: Kinds(), timeout: syncTimeout, server: cfg.Host}, nil
+		}
+	}
+}
+
+// trimMeta drops the field sets of managedFields and the last-applied annotation of kubectl.
+func trimMeta(obj client.Object) {
+	mf := obj.GetManagedFields()
+	for i := range mf {
+		mf[i].FieldsV1 = nil
+	}
+	obj.SetManagedFields(mf)
+	if a := obj.GetAnnotations(); a != nil {
+		delete(a, "kubectl.kubernetes.io/last-applied-configuration")
+	}
+}
+
+// warmCache starts the informers of kinds on its first WaitForCacheSync, within timeout.
+type warmCache struct {
+	cache.Cache
+	kinds   []client.Object
+	timeout time.Duration
+	server  string
+
+	mu     sync.Mutex
+	warmed bool
+}
+
+func (c *warmCache) WaitForCacheSync(ctx context.Context) bool {
+	if err := c.warm(ctx); err != nil {
+		ctrl.Log.WithName("member-cache").Info("cache did not sync: the provider will try the member again", "server", c.server, "timeout", c.timeout, "error", err.Error())
+		return false
+	}
+	return c.Cache.WaitForCacheSync(ctx)
+}
+
+func (c *warmCache) warm(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.warmed {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	for _, obj := range c.kinds {
+		if _, err := c.GetInformer(ctx, obj); err != nil {
+			return fmt.Errorf("starting the informer of %T: %w", obj, err)
+		}
+	}
+	c.warmed = true
+	return nil
+}
+
+// GVK is the group, version and kind of k (empty for none); its Kind is the fleet's
+// applyRequest.kind.
+func (k Kind) GVK() schema.GroupVersionKind { return kindGVK[k] }
+
+// Transform is the member cache's transform (Options): a typed object of a kind the hub writes
+// becomes its compact form; any other object only loses its field sets.
+func Transform(in any) (any, error) { return compactMemberObject(in) }
+
+// Fill fills the typed object out from from, a compact object as the cache holds it, as the
+// cache's Get does; from of any other type is an error.
+func Fill(from, out client.Object) error {
+	o, ok := from.(*memberObject)
+	if !ok {
+		return fmt.Errorf("%T is not a member cache object", from)
+	}
+	return o.into(out)
 }

@@ -1,4 +1,4 @@
-package fleet
+package membercache
 
 import (
 	"context"
@@ -137,8 +137,8 @@ func TestMemberObjectKeepsOddValues(t *testing.T) {
 func TestMemberObjectAsClientObject(t *testing.T) {
 	role := &rbacv1.Role{ObjectMeta: memberMetaFixture()}
 	o := compact(t, role)
-	if kindOf(o) != "Role" || o.GetObjectKind().GroupVersionKind() != rbacv1.SchemeGroupVersion.WithKind("Role") {
-		t.Errorf("kind %q, GVK %v", kindOf(o), o.GetObjectKind().GroupVersionKind())
+	if k := KindOf(o).GVK().Kind; k != "Role" || o.GetObjectKind().GroupVersionKind() != rbacv1.SchemeGroupVersion.WithKind("Role") {
+		t.Errorf("kind %q, GVK %v", k, o.GetObjectKind().GroupVersionKind())
 	}
 	want := keptMeta()
 	if o.GetName() != want.Name || o.GetNamespace() != want.Namespace || o.GetUID() != want.UID || o.GetResourceVersion() != want.ResourceVersion ||
@@ -157,9 +157,6 @@ func TestMemberObjectAsClientObject(t *testing.T) {
 	if d := cmp.Diff(want.ManagedFields, o.GetManagedFields()); d != "" {
 		t.Errorf("managers (-want +got):\n%s", d)
 	}
-	if got := mapMemberObject(o); len(got) != 1 || got[0].Namespace != "team-a" || got[0].Name != "p" {
-		t.Errorf("mapMemberObject = %v, want team-a/p", got)
-	}
 	if again, _ := compactMemberObject(o); again != o {
 		t.Error("the transform changed a memberObject it was given again")
 	}
@@ -170,37 +167,15 @@ func TestMemberObjectAsClientObject(t *testing.T) {
 	}
 }
 
-// The no-op check decides the same from a cached object as from the member's.
-func TestMemberObjectHoldsApplied(t *testing.T) {
-	const me = "urutau-operator@a"
-	t1, t2 := metav1.NewTime(time.Unix(100, 0)), metav1.NewTime(time.Unix(200, 0))
-	for _, mf := range [][]metav1.ManagedFieldsEntry{
-		{{Manager: me, Operation: metav1.ManagedFieldsOperationApply, Time: &t2}},
-		{{Manager: me, Operation: metav1.ManagedFieldsOperationApply, Time: &t1}, {Manager: "kubectl", Operation: metav1.ManagedFieldsOperationUpdate, Time: &t2}},
-		{{Manager: me, Operation: metav1.ManagedFieldsOperationApply, Time: &t2}, {Manager: "kubectl", Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "scale", Time: &t1}},
-		{{Manager: me, Operation: metav1.ManagedFieldsOperationApply}},
-	} {
-		live := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "sa", ManagedFields: mf,
-			Annotations: map[string]string{urutauv1alpha1.AnnotationAppliedHash: "00000000000000aa"}}}
-		cached := &corev1.ServiceAccount{}
-		if err := compact(t, live.DeepCopy()).into(cached); err != nil {
-			t.Fatal(err)
-		}
-		if a, b := holdsApplied(live, me, "00000000000000aa"), holdsApplied(cached, me, "00000000000000aa"); a != b {
-			t.Errorf("managers %v: holdsApplied %v from the member, %v from the cache", mf, a, b)
-		}
-	}
-}
-
 // stubCache serves one informer per kind from stores the test fills.
 type stubCache struct {
 	cache.Cache
-	informers map[memberKind]toolscache.SharedIndexInformer
+	informers map[Kind]toolscache.SharedIndexInformer
 	delegated int
 }
 
 func (s *stubCache) GetInformer(_ context.Context, obj client.Object, _ ...cache.InformerGetOption) (cache.Informer, error) {
-	k := memberKindOf(obj)
+	k := KindOf(obj)
 	if s.informers[k] == nil {
 		s.informers[k] = newMemberInformer(nil, obj, 0, toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc})
 	}
@@ -224,7 +199,7 @@ func (s *stubCache) add(t *testing.T, objs ...client.Object) {
 
 func TestMemberCacheServesTypedObjects(t *testing.T) {
 	ctx := context.Background()
-	stub := &stubCache{informers: map[memberKind]toolscache.SharedIndexInformer{}}
+	stub := &stubCache{informers: map[Kind]toolscache.SharedIndexInformer{}}
 	c := &memberCache{Cache: stub}
 	ours := func(ns, name string) *corev1.ServiceAccount {
 		return &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{urutauv1alpha1.LabelHubPipelineUID: "u-" + name}}}
