@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"sync"
 
-	"github.com/urutau-io/fleet/internal/membercache"
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,6 +17,8 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+
+	"github.com/urutau-io/fleet/internal/membercache"
 )
 
 // memberClient is a member's client (memberConn.cached) that also sends a Server-Side Apply
