@@ -54,6 +54,9 @@ type departedResult struct {
 	message string
 	// timedOut: a request to the member ran out of time.
 	timedOut bool
+	// failed: the pass did not finish (an error other than unreachable, or no answer in time),
+	// so state is the unsafe default rather than what the member holds.
+	failed bool
 	// fencedUntil, for an unreachable member whose coordinator is fenced, is when the fence's
 	// bound passes and the move completes by itself (fencelease.go).
 	fencedUntil time.Time
@@ -78,7 +81,7 @@ func (j *cleanJob) run(ctx context.Context) departedResult {
 		return departedResult{state: DepartedUnreachable, deleted: res.deleted, timedOut: isTimeout(err), message: "cluster does not answer: " + err.Error()}
 	case err != nil:
 		memberErrors.WithLabelValues(j.conn.name, "error").Inc()
-		return departedResult{state: DepartedHolding, deleted: res.deleted, message: err.Error()}
+		return departedResult{state: DepartedHolding, failed: true, deleted: res.deleted, message: err.Error()}
 	}
 	out := departedResult{state: res.state(), deleted: res.deleted}
 	switch out.state {

@@ -155,27 +155,40 @@ func TestStatefulSetRequestKeepsReplicas(t *testing.T) {
 	}
 }
 
-// TestNextLookDeparted: a departed member that answers and still holds something brings the
-// pipeline back by itself, whatever its entry's state; one that does not answer waits for its
-// health check (or the fence's bound) instead.
+// TestNextLookDeparted: a departed member that answers and still holds a reader brings the
+// pipeline back soon by itself, whatever its entry's state; one draining, or whose pass failed, at
+// the retry interval; one that does not answer waits for its health check (or the fence's bound).
+// The Removing rows check the same with the entry listed in the status, as an entry not yet
+// confirmed gone is.
 func TestNextLookDeparted(t *testing.T) {
 	r := &CoordinatorReconciler{WaitInterval: 2 * time.Second, RetryInterval: 30 * time.Second}
 	p := &urutauv1alpha1.CDCPipeline{}
 	for _, tc := range []struct {
-		name  string
-		state DepartedState
-		want  time.Duration
+		name   string
+		state  DepartedState
+		failed bool
+		want   time.Duration
 	}{
-		{"holding a reader", DepartedHolding, 2 * time.Second},
-		{"draining", DepartedDraining, 2 * time.Second},
-		{"empty", DepartedEmpty, 0},
-		{"unreachable", DepartedUnreachable, 0},
+		{"holding a reader", DepartedHolding, false, 2 * time.Second},
+		{"draining", DepartedDraining, false, 30 * time.Second},
+		{"empty", DepartedEmpty, false, 0},
+		{"unreachable", DepartedUnreachable, false, 0},
+		// A member answering 403 to every cleanup LIST, or too slow for the fan-out: the pass
+		// says Holding because it is the safe default, not because a reader was seen.
+		{"pass failed", DepartedHolding, true, 30 * time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			pl := &placement{departed: map[entryKey]departedResult{{cluster: "a"}: {state: tc.state}}}
+			pl := &placement{departed: map[entryKey]departedResult{{cluster: "a"}: {state: tc.state, failed: tc.failed}}}
 			// No Removing: the entry was confirmed gone, so the status does not list it.
 			if got := r.nextLook(p, &world{}, Observation{}, pl, nil); got != tc.want {
-				t.Errorf("nextLook = %s, want %s", got, tc.want)
+				t.Errorf("confirmed gone: nextLook = %s, want %s", got, tc.want)
+			}
+			want := tc.want
+			if want == 0 {
+				want = r.RetryInterval
+			}
+			if got := r.nextLook(p, &world{}, Observation{Removing: []string{"a"}}, pl, nil); got != want {
+				t.Errorf("removing: nextLook = %s, want %s", got, want)
 			}
 		})
 	}

@@ -117,13 +117,13 @@ func (r *CoordinatorReconciler) cleanDeparted(ctx context.Context, p *urutauv1al
 	done, late := fanOut(ctx, r.fanOutOptions(pipelineWakeKey(p), "clean"), sortedKeys(reachable), func(ctx context.Context, m string) departedResult {
 		return r.cleanOn(ctx, m, reachable[m])
 	}, func(_ string, err error) departedResult {
-		return departedResult{state: DepartedHolding, message: err.Error()}
+		return departedResult{state: DepartedHolding, failed: true, message: err.Error()}
 	})
 	for m, d := range done {
 		out[keyOf(reachable[m])] = d
 	}
 	for _, m := range late {
-		out[keyOf(reachable[m])] = departedResult{state: DepartedHolding, message: fmt.Sprintf("removing: waiting for cluster %q to answer", m)}
+		out[keyOf(reachable[m])] = departedResult{state: DepartedHolding, failed: true, message: fmt.Sprintf("removing: waiting for cluster %q to answer", m)}
 	}
 	return out
 }

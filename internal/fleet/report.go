@@ -140,13 +140,9 @@ func (r *CoordinatorReconciler) nextLook(p *urutauv1alpha1.CDCPipeline, w *world
 			after = d
 		}
 	}
-	if len(obs.Removing) > 0 {
-		// Pods going away in a member make no event the hub watches.
-		soonest(min(r.WaitInterval, r.RetryInterval))
-	}
 	// Lease changes and members answering again bring the pipeline back on their own; this is
-	// the safety net.
-	if len(obs.Waiting) > 0 || len(obs.BlockedBy) > 0 || len(pl.deregistered) > 0 || len(obs.Refused) > 0 || len(w.unidentified) > 0 || len(w.held) > 0 {
+	// the safety net. How soon a departed member is looked at again is its own (below).
+	if len(obs.Removing) > 0 || len(obs.Waiting) > 0 || len(obs.BlockedBy) > 0 || len(pl.deregistered) > 0 || len(obs.Refused) > 0 || len(w.unidentified) > 0 || len(w.held) > 0 {
 		soonest(r.RetryInterval)
 	}
 	if len(pl.decision.Run) > 0 && (len(tenancy.SecretRefs(&p.Spec)) > 0 || (w.source != nil && len(w.selected) > 1)) {
@@ -155,10 +151,16 @@ func (r *CoordinatorReconciler) nextLook(p *urutauv1alpha1.CDCPipeline, w *world
 		soonest(r.SecretRecheckInterval)
 	}
 	for _, d := range pl.departed {
-		if d.state == DepartedHolding || d.state == DepartedDraining {
-			// A member that answers and still holds something, an entry confirmed gone included
-			// (not in Removing), or a write it may still commit (fenceLateWrites): its objects
-			// going makes no event while its cache lags.
+		switch {
+		case d.failed || d.state == DepartedDraining:
+			// A pass that failed (a member refusing, or too slow), or objects waiting on
+			// someone else's finalizer: nothing the hub does sooner helps, and a member that
+			// keeps failing must not cost its LISTs every WaitInterval.
+			soonest(r.RetryInterval)
+		case d.state == DepartedHolding:
+			// A member that answers and still holds a reader, an entry confirmed gone included
+			// (not in Removing), or a write it may still commit (fenceLateWrites): pods going
+			// away make no event the hub watches, and a move waits on them.
 			soonest(min(r.WaitInterval, r.RetryInterval))
 		}
 		if !d.fencedUntil.IsZero() {
