@@ -49,6 +49,8 @@ type orphanScanner struct {
 	// scan then lists the member itself, or an object created while it did not answer would go
 	// unseen until its informers' backoff ends.
 	mayLag func(host string) bool
+	// present tells whether member is in the inventory still.
+	present func(ctx context.Context, member string) bool
 	// stray records a live pipeline's objects found in a member no entry of it names.
 	stray    func(ctx context.Context, member string, p *urutauv1alpha1.CDCPipeline, g *orphanGroup)
 	recorder events.EventRecorder
@@ -120,13 +122,16 @@ func (o *orphanScanner) scan(ctx context.Context, m inventory.Member, c *memberC
 		if !confirmLive(ctx, c.live, g) {
 			continue
 		}
-		if p := rec.live[g.uid]; p != nil {
+		if p := rec.strayOf(g); p != nil {
 			// A live pipeline's objects where no entry of it says so (a restore, a re-applied
 			// export): recorded, and removed like a member it left.
 			o.stray(ctx, m.Name, p, g)
 			continue
 		}
 		lost = append(lost, g)
+	}
+	if o.present != nil && !o.present(ctx, m.Name) {
+		return // the member left while the scan ran: its gauge series went with it, and stays gone
 	}
 	orphans.WithLabelValues(m.Name).Set(float64(len(lost)))
 	for _, g := range lost {
@@ -142,7 +147,10 @@ func (o *orphanScanner) dueAt(member string, now time.Time) bool {
 		return false
 	}
 	if o.last == nil {
-		o.last, o.running = map[string]time.Time{}, sets.New[string]()
+		o.last = map[string]time.Time{}
+	}
+	if o.running == nil {
+		o.running = sets.New[string]()
 	}
 	o.last[member] = now
 	o.running.Insert(member)
@@ -161,10 +169,12 @@ func (o *orphanScanner) finished(member string) {
 func (o *orphanScanner) ours(ctx context.Context, c *memberConn) (map[orphanKey]*orphanGroup, error) {
 	out := map[orphanKey]*orphanGroup{}
 	var from client.Reader = c.cached
+	lists := membercache.Lists()
 	if o.mayLag != nil && o.mayLag(c.host()) {
-		from = c.live
+		// From the member itself: metadata only, which is all a group is made of.
+		from, lists = c.live, membercache.MetadataLists()
 	}
-	for _, list := range membercache.Lists() {
+	for _, list := range lists {
 		if err := from.List(ctx, list, client.HasLabels{urutauv1alpha1.LabelHubPipelineUID}); err != nil {
 			return nil, fmt.Errorf("listing %T in the member cache: %w", list, err)
 		}
@@ -192,8 +202,10 @@ func (o *orphanScanner) ours(ctx context.Context, c *memberConn) (map[orphanKey]
 
 // records is what the hub accounts for in one member.
 type records struct {
-	// known are the pipeline UIDs an entry records in the member (by name or identity).
-	known sets.Set[types.UID]
+	// known are the (pipeline UID, member namespace) pairs an entry records in the member (by
+	// name or identity): a pipeline placed there is no licence for its objects in another
+	// namespace of it.
+	known sets.Set[orphanKey]
 	// live are the pipelines on the hub, by UID.
 	live map[types.UID]*urutauv1alpha1.CDCPipeline
 	// placed are the (namespace, pipeline name) pairs an Active entry records in the member, with
@@ -203,7 +215,7 @@ type records struct {
 
 // recorded reads what the hub accounts for in member, whose identity is id ("" when unknown).
 func (o *orphanScanner) recorded(ctx context.Context, member, id string) (records, error) {
-	rec := records{known: sets.New[types.UID](), live: map[types.UID]*urutauv1alpha1.CDCPipeline{}, placed: map[types.NamespacedName]types.UID{}}
+	rec := records{known: sets.New[orphanKey](), live: map[types.UID]*urutauv1alpha1.CDCPipeline{}, placed: map[types.NamespacedName]types.UID{}}
 	leases := &urutauv1alpha1.ReaderLeaseList{}
 	if err := o.hub.List(ctx, leases, client.InNamespace(o.leases.namespace)); err != nil {
 		return rec, err
@@ -213,7 +225,7 @@ func (o *orphanScanner) recorded(ctx context.Context, member, id string) (record
 			if e.Cluster != member && (id == "" || e.ClusterID != id) {
 				continue
 			}
-			rec.known.Insert(e.PipelineUID)
+			rec.known.Insert(orphanKey{uid: e.PipelineUID, namespace: e.Namespace})
 			if e.State == urutauv1alpha1.LeaseMemberActive {
 				rec.placed[types.NamespacedName{Namespace: e.Namespace, Name: e.PipelineName}] = e.PipelineUID
 			}
@@ -229,14 +241,26 @@ func (o *orphanScanner) recorded(ctx context.Context, member, id string) (record
 	return rec, nil
 }
 
+// strayOf is the live pipeline group g belongs to, when g is in that pipeline's namespace, the
+// only member namespace the hub places it in; nil otherwise. Objects that carry a live pipeline's
+// UID label in another namespace (a restore into a renamed namespace, or labels copied by anyone
+// who may write there) are reported as orphans instead: recording them in the pipeline's lease
+// would let whoever can label objects in some member namespace hold that pipeline's moves.
+func (rec records) strayOf(g *orphanGroup) *urutauv1alpha1.CDCPipeline {
+	if p := rec.live[g.uid]; p != nil && p.Namespace == g.namespace {
+		return p
+	}
+	return nil
+}
+
 // confirm keeps the groups this scan and the one before both found unaccounted for.
-func (o *orphanScanner) confirm(member string, found map[orphanKey]*orphanGroup, known sets.Set[types.UID]) []*orphanGroup {
+func (o *orphanScanner) confirm(member string, found map[orphanKey]*orphanGroup, known sets.Set[orphanKey]) []*orphanGroup {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	now := sets.New[orphanKey]()
 	var out []*orphanGroup
 	for k, g := range found {
-		if known.Has(k.uid) {
+		if known.Has(k) {
 			continue
 		}
 		now.Insert(k)

@@ -69,7 +69,7 @@ func TestConfirmLive(t *testing.T) {
 
 // TestOrphanConfirmPerNamespace: a pipeline's objects in two namespaces of a member are two
 // groups, each confirmed by two scans in a row in its own namespace, and none once an entry
-// records the pipeline there.
+// records the pipeline in that namespace.
 func TestOrphanConfirmPerNamespace(t *testing.T) {
 	o := &orphanScanner{}
 	found := func(nss ...string) map[orphanKey]*orphanGroup {
@@ -87,21 +87,48 @@ func TestOrphanConfirmPerNamespace(t *testing.T) {
 		slices.Sort(out)
 		return out
 	}
-	none := sets.New[types.UID]()
+	none := sets.New[orphanKey]()
 	for i, step := range []struct {
 		found []string
-		known sets.Set[types.UID]
+		known sets.Set[orphanKey]
 		want  []string
 	}{
 		{found: []string{"cdc"}, known: none, want: nil},
 		{found: []string{"cdc", "restored"}, known: none, want: []string{"cdc"}},
 		{found: []string{"cdc", "restored"}, known: none, want: []string{"cdc", "restored"}},
 		{found: []string{"restored"}, known: none, want: []string{"restored"}},
-		{found: []string{"cdc", "restored"}, known: sets.New[types.UID]("u1"), want: nil},
+		// The pipeline placed in "cdc" accounts for its objects there, not for those restored
+		// into another namespace of the same member.
+		{found: []string{"cdc", "restored"}, known: sets.New(orphanKey{uid: "u1", namespace: "cdc"}), want: []string{"restored"}},
+		{found: []string{"cdc", "restored"}, known: sets.New(orphanKey{uid: "u1", namespace: "cdc"}, orphanKey{uid: "u1", namespace: "restored"}), want: nil},
 		{found: []string{"cdc"}, known: none, want: nil},
 	} {
 		if got := namespaces(o.confirm("a", found(step.found...), step.known)); !slices.Equal(got, step.want) {
 			t.Errorf("scan %d: confirmed %v, want %v", i, got, step.want)
 		}
+	}
+}
+
+// TestStrayOf: a live pipeline's objects are its strays only in its own namespace, the one the
+// hub places it in; the same UID label anywhere else (a restore into a renamed namespace, or
+// labels copied by whoever may write there) is an orphan, reported to the platform admin, never
+// recorded in the pipeline's lease, where it would hold the pipeline's moves.
+func TestStrayOf(t *testing.T) {
+	p := &urutauv1alpha1.CDCPipeline{ObjectMeta: metav1.ObjectMeta{Namespace: "cdc", Name: "orders", UID: "u1"}}
+	rec := records{live: map[types.UID]*urutauv1alpha1.CDCPipeline{"u1": p}}
+	for _, tc := range []struct {
+		name string
+		g    orphanGroup
+		want *urutauv1alpha1.CDCPipeline
+	}{
+		{"its own namespace", orphanGroup{uid: "u1", namespace: "cdc"}, p},
+		{"another namespace", orphanGroup{uid: "u1", namespace: "team-b"}, nil},
+		{"no live pipeline", orphanGroup{uid: "u2", namespace: "cdc"}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := rec.strayOf(&tc.g); got != tc.want {
+				t.Errorf("strayOf = %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

@@ -202,7 +202,8 @@ func (r *CoordinatorReconciler) healthMonitor(mgr mcmanager.Manager, lr *LeaseRe
 	scanner := &orphanScanner{hub: r.Client, leases: &r.leases, recorder: r.Recorder, entryKind: kind,
 		interval: r.OrphanScanInterval, timeout: orphanScanTimeout(r.MemberTimeout), deleteAll: r.DeleteOrphans,
 		identity: r.members.knownIdentity, stray: r.recordStray,
-		mayLag: func(host string) bool { return r.Liveness.cacheMayLag(host, time.Now()) }}
+		present: func(ctx context.Context, m string) bool { _, ok := r.inventoryMember(ctx, m); return ok },
+		mayLag:  func(host string) bool { return r.Liveness.cacheMayLag(host, time.Now()) }}
 	return &healthMonitor{
 		members: &r.members, inventory: r.Inventory, interval: r.HealthInterval, timeout: r.MemberTimeout,
 		changed: func(member string) {

@@ -721,6 +721,18 @@ func Lists() []client.ObjectList {
 	}
 }
 
+// MetadataLists are the kinds of Lists as metadata-only lists: a LIST from the member itself
+// that needs labels and names only reads a few hundred bytes an object, not whole objects.
+func MetadataLists() []client.ObjectList {
+	out := make([]client.ObjectList, 0, len(kindGVK)-1)
+	for _, gvk := range kindGVK[memberKindStatefulSet:] {
+		l := &metav1.PartialObjectMetadataList{}
+		l.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+		out = append(out, l)
+	}
+	return out
+}
+
 // Options make a member's cache hold, of each kind the hub writes, every object in
 // the few hundred bytes of what the hub reads of it (memberObject): the hub's own
 // objects, to tell a no-op apply and a coordinator's readiness, and everyone else's, so that an

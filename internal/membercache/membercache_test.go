@@ -16,10 +16,12 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
 )
@@ -254,6 +256,24 @@ func TestNewMemberInformerIndexes(t *testing.T) {
 	}{{&appsv1.StatefulSet{}, 0}, {&corev1.ConfigMap{}, 0}, {&corev1.Pod{}, 1}} {
 		if got := len(newMemberInformer(nil, tc.obj, 0, idx).GetIndexer().GetIndexers()); got != tc.want {
 			t.Errorf("%T: %d indexes, want %d", tc.obj, got, tc.want)
+		}
+	}
+}
+
+// TestMetadataListsMatchLists: the metadata lists name the same kinds, in the same order, as
+// the typed lists, so a scan reading either sees the same objects.
+func TestMetadataListsMatchLists(t *testing.T) {
+	typed, meta := Lists(), MetadataLists()
+	if len(typed) != len(meta) {
+		t.Fatalf("%d typed lists, %d metadata lists", len(typed), len(meta))
+	}
+	for i := range typed {
+		want, err := apiutil.GVKForObject(typed[i], clientgoscheme.Scheme)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := meta[i].GetObjectKind().GroupVersionKind(); got != want {
+			t.Errorf("list %d: metadata list is %v, typed list is %v", i, got, want)
 		}
 	}
 }
