@@ -12,6 +12,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/sets"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -191,18 +193,16 @@ func (j *applyJob) stopCoordinator(ctx context.Context, res *memberResult, w *co
 // StatefulSet would hand that StatefulSet to the coordinator, and a ScaledObject would scale it.
 // A worker is the pipeline's when its labels say so, or a pod of its coordinator owns it.
 func (j *applyJob) workerNamesFree(ctx context.Context, w *coordinator.Workload) error {
-	for _, name := range grantedWorkerNames(w) {
-		for _, obj := range []client.Object{&appsv1.StatefulSet{}, &corev1.Service{}} {
-			err := j.reader().Get(ctx, client.ObjectKey{Namespace: j.p.Namespace, Name: name}, obj)
-			if apierrors.IsNotFound(err) || (err == nil && workerOf(obj, j.p.Name)) {
+	names := grantedWorkerNames(w)
+	taken, err := j.namedObjects(ctx, names)
+	if err != nil {
+		return err
+	}
+	for _, name := range names {
+		for _, kind := range []string{"StatefulSet", "Service"} {
+			obj := taken[kind+"/"+name]
+			if obj == nil || workerOf(obj, j.p.Name) {
 				continue
-			}
-			if err != nil {
-				return fmt.Errorf("reading %s/%s in cluster %q: %w", j.p.Namespace, name, j.conn.name, err)
-			}
-			kind := "StatefulSet"
-			if _, svc := obj.(*corev1.Service); svc {
-				kind = "Service"
 			}
 			return &adopt.Conflict{Object: fmt.Sprintf("%s %s/%s", kind, j.p.Namespace, name), Message: fmt.Sprintf(
 				"worker group name %q is taken by %s %s/%s, which is not a worker of this pipeline: the coordinator's Role would grant it get and update there, and KEDA would scale it; nothing was written. Rename the table's target, or the object",
@@ -210,6 +210,60 @@ func (j *applyJob) workerNamesFree(ctx context.Context, w *coordinator.Workload)
 		}
 	}
 	return nil
+}
+
+// namedObjects reads the StatefulSets and Services of the pipeline's namespace that bear one of
+// names, keyed "Kind/name": from the member's cache by name, or, while that may lag, with one
+// LIST per kind from the member itself. The names come from the tenant's tables: a pipeline with
+// many must not cost two requests each.
+func (j *applyJob) namedObjects(ctx context.Context, names []string) (map[string]client.Object, error) {
+	out := map[string]client.Object{}
+	if len(names) == 0 {
+		return out, nil
+	}
+	if j.cacheMayLag {
+		return out, j.listNamed(ctx, names, out)
+	}
+	for _, name := range names {
+		for _, obj := range []client.Object{&appsv1.StatefulSet{}, &corev1.Service{}} {
+			err := j.conn.cached.Get(ctx, client.ObjectKey{Namespace: j.p.Namespace, Name: name}, obj)
+			switch {
+			case apierrors.IsNotFound(err):
+				continue
+			case err != nil:
+				return nil, fmt.Errorf("reading %s/%s in cluster %q: %w", j.p.Namespace, name, j.conn.name, err)
+			}
+			out[kindName(obj)+"/"+name] = obj
+		}
+	}
+	return out, nil
+}
+
+// listNamed adds to out the StatefulSets and Services of the pipeline's namespace in the member
+// itself whose name is one of names: their metadata only, which is all workerOf reads.
+func (j *applyJob) listNamed(ctx context.Context, names []string, out map[string]client.Object) error {
+	want := sets.New(names...)
+	for _, gvk := range []schema.GroupVersionKind{appsv1.SchemeGroupVersion.WithKind("StatefulSetList"), corev1.SchemeGroupVersion.WithKind("ServiceList")} {
+		list := &metav1.PartialObjectMetadataList{}
+		list.SetGroupVersionKind(gvk)
+		if err := j.conn.live.List(ctx, list, client.InNamespace(j.p.Namespace)); err != nil {
+			return fmt.Errorf("listing %ss in namespace %q of cluster %q: %w", strings.TrimSuffix(gvk.Kind, "List"), j.p.Namespace, j.conn.name, err)
+		}
+		for i := range list.Items {
+			if want.Has(list.Items[i].Name) {
+				out[strings.TrimSuffix(gvk.Kind, "List")+"/"+list.Items[i].Name] = &list.Items[i]
+			}
+		}
+	}
+	return nil
+}
+
+// kindName is the kind of a StatefulSet or a Service.
+func kindName(obj client.Object) string {
+	if _, svc := obj.(*corev1.Service); svc {
+		return "Service"
+	}
+	return "StatefulSet"
 }
 
 // grantedWorkerNames are the names the coordinator's Role grants get and update on (the worker
