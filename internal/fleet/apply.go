@@ -13,6 +13,7 @@ import (
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
 	"github.com/urutau-io/fleet/internal/coordinator"
 	"github.com/urutau-io/fleet/internal/inventory"
+	"github.com/urutau-io/fleet/internal/placement"
 	"github.com/urutau-io/fleet/internal/spec"
 )
 
@@ -23,7 +24,7 @@ const AnnotationKEDAPrometheusAddress = inventory.KEDAPrometheusAddressKey
 // applyAll applies the pipeline to every member the placement lets it run on, concurrently, each
 // on its own: a member that is down, slow or backing off after an error is reported as it is and
 // not waited for, and the others go on (isolation).
-func (r *CoordinatorReconciler) applyAll(ctx context.Context, p *urutauv1alpha1.CDCPipeline, w *world, pl *placement) map[string]memberResult {
+func (r *CoordinatorReconciler) applyAll(ctx context.Context, p *urutauv1alpha1.CDCPipeline, w *world, pl *placed) map[string]memberResult {
 	key := client.ObjectKeyFromObject(p)
 	done, late := fanOut(ctx, r.fanOutOptions(pipelineWakeKey(p), "apply"), pl.decision.Run, func(ctx context.Context, m string) memberResult {
 		return r.applyOn(ctx, p, w, pl, m)
@@ -51,7 +52,7 @@ func (r *CoordinatorReconciler) applyAll(ctx context.Context, p *urutauv1alpha1.
 }
 
 // applyOn is the work on one member: skipped while it is down or backing off, else an applyJob.
-func (r *CoordinatorReconciler) applyOn(ctx context.Context, p *urutauv1alpha1.CDCPipeline, w *world, pl *placement, m string) memberResult {
+func (r *CoordinatorReconciler) applyOn(ctx context.Context, p *urutauv1alpha1.CDCPipeline, w *world, pl *placed, m string) memberResult {
 	if d := w.denied[m]; d != nil {
 		return denied(m, w.ids[m], d)
 	}
@@ -107,7 +108,7 @@ func (r *CoordinatorReconciler) settingsFor(p *urutauv1alpha1.CDCPipeline, m inv
 		DefaultImage:          r.Image,
 		KEDAPrometheusAddress: addr,
 		KEDAThreshold:         r.KEDAThreshold,
-		Override:              OverrideFor(p, m.Name),
+		Override:              placement.OverrideFor(p, m.Name),
 		NetworkPolicy:         r.NetworkPolicy,
 		Parsed:                parsed,
 		Fence:                 r.fence.cfg.render(p),

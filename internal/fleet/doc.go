@@ -17,7 +17,7 @@
 //	applyAll         apply.go       the applies, concurrently, one applyJob per member
 //	report           report.go      status (ComputeStatus, status.go), events (events.go), requeue
 //
-// Decisions are pure functions with table tests: SelectMembers and OverrideFor (placement.go),
+// Decisions are pure functions with table tests: SelectMembers and OverrideFor (internal/placement),
 // planLease and planRelease (lease.go), ComputeStatus (status.go). Only the phases that read or
 // write take a client.
 //

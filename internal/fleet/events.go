@@ -40,7 +40,7 @@ const (
 // changes nothing a person reads (the applies of a rollout, say) shows in status.clusters[] and
 // the log, not as an event: events are writes to the hub too, and a pipeline's first placement
 // makes none (hack/bench counts them).
-func (r *CoordinatorReconciler) emitEvents(p, orig *urutauv1alpha1.CDCPipeline, results map[string]memberResult, pl *placement) {
+func (r *CoordinatorReconciler) emitEvents(p, orig *urutauv1alpha1.CDCPipeline, results map[string]memberResult, pl *placed) {
 	prev := map[string]urutauv1alpha1.ClusterStatus{}
 	for _, c := range orig.Status.Clusters {
 		prev[c.Name] = c

@@ -378,3 +378,11 @@ func TestFollowRenames(t *testing.T) {
 		t.Fatalf("merged: %s", s)
 	}
 }
+
+func TestConfirmedGone(t *testing.T) {
+	p := &urutauv1alpha1.CDCPipeline{}
+	p.Annotations = map[string]string{urutauv1alpha1.AnnotationConfirmGone: " a, ,b "}
+	if got := ConfirmedGone(p); !got.Equal(sets.New("a", "b")) {
+		t.Fatalf("got %v", sets.List(got))
+	}
+}

@@ -178,7 +178,7 @@ func TestNextLookDeparted(t *testing.T) {
 		{"pass failed", DepartedHolding, true, 30 * time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			pl := &placement{departed: map[entryKey]departedResult{{cluster: "a"}: {state: tc.state, failed: tc.failed}}}
+			pl := &placed{departed: map[entryKey]departedResult{{cluster: "a"}: {state: tc.state, failed: tc.failed}}}
 			// No Removing: the entry was confirmed gone, so the status does not list it.
 			if got := r.nextLook(p, &world{}, Observation{}, pl, nil); got != tc.want {
 				t.Errorf("confirmed gone: nextLook = %s, want %s", got, tc.want)

@@ -14,6 +14,7 @@ import (
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
 	"github.com/urutau-io/fleet/internal/coordinator"
 	"github.com/urutau-io/fleet/internal/inventory"
+	"github.com/urutau-io/fleet/internal/placement"
 	"github.com/urutau-io/fleet/internal/spec"
 	"github.com/urutau-io/fleet/internal/tenancy"
 )
@@ -76,8 +77,8 @@ func (r *CoordinatorReconciler) observe(ctx context.Context, p *urutauv1alpha1.C
 	for _, m := range members {
 		w.inventory[m.Name] = m
 	}
-	w.unknown = UnknownClusters(p, members)
-	if w.selected, err = SelectMembers(p, members); err != nil {
+	w.unknown = placement.UnknownClusters(p, members)
+	if w.selected, err = placement.SelectMembers(p, members); err != nil {
 		w.specErr = err
 		return w, nil
 	}

@@ -14,9 +14,9 @@ import (
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
 )
 
-// placement is what one reconcile decided: where the pipeline runs now under its reader lease,
+// placed is what one reconcile decided: where the pipeline runs now under its reader lease,
 // and what became of the members it left.
-type placement struct {
+type placed struct {
 	decision leaseDecision
 	// lease is the lease as recorded (written by this reconcile, or read unchanged).
 	lease *urutauv1alpha1.ReaderLease
@@ -30,11 +30,11 @@ type placement struct {
 
 // place cleans the members the pipeline left, decides where it runs under its reader lease
 // (planLease), and records that decision in the lease before anything starts.
-func (r *CoordinatorReconciler) place(ctx context.Context, p *urutauv1alpha1.CDCPipeline, w *world) (*placement, error) {
+func (r *CoordinatorReconciler) place(ctx context.Context, p *urutauv1alpha1.CDCPipeline, w *world) (*placed, error) {
 	targets := w.targets()
 	current := followRenames(w.lease, targets, w.ids, w.accepted)
 	w.held = r.holdSharedReaders(ctx, p, w, current, targets)
-	pl := &placement{departed: r.cleanDeparted(ctx, p, w, departedEntries(current, p.UID, targets))}
+	pl := &placed{departed: r.cleanDeparted(ctx, p, w, departedEntries(current, p.UID, targets))}
 	fi := r.prepareFence(ctx, p, current, targets, pl.departed)
 	confirmed := ConfirmedGone(p).Union(w.accepted)
 	observed := map[entryKey]DepartedState{}

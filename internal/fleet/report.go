@@ -16,7 +16,7 @@ import (
 
 // report writes what the reconcile found into the status (only when it changed), emits the
 // events of what changed, and says when to look again.
-func (r *CoordinatorReconciler) report(ctx context.Context, p *urutauv1alpha1.CDCPipeline, w *world, pl *placement, results map[string]memberResult) (ctrl.Result, error) {
+func (r *CoordinatorReconciler) report(ctx context.Context, p *urutauv1alpha1.CDCPipeline, w *world, pl *placed, results map[string]memberResult) (ctrl.Result, error) {
 	obs := observation(p, w, pl, results)
 	orig := p.DeepCopy()
 	p.Status = ComputeStatus(p.Status, obs)
@@ -38,7 +38,7 @@ func (r *CoordinatorReconciler) report(ctx context.Context, p *urutauv1alpha1.CD
 }
 
 // observation gathers what the status is computed from.
-func observation(p *urutauv1alpha1.CDCPipeline, w *world, pl *placement, results map[string]memberResult) Observation {
+func observation(p *urutauv1alpha1.CDCPipeline, w *world, pl *placed, results map[string]memberResult) Observation {
 	d := pl.decision
 	obs := Observation{
 		Generation: p.Generation, Now: statusNow(), Selected: w.selected, Unknown: w.unknown,
@@ -133,7 +133,7 @@ func firstTerminal(p *urutauv1alpha1.CDCPipeline, run []string, results map[stri
 // nextLook is when to reconcile again without an event: soon while departed members drain, at
 // the retry interval while something outside the hub is awaited, at the earliest backoff of a
 // failing member; never while all is done (idle is quiet).
-func (r *CoordinatorReconciler) nextLook(p *urutauv1alpha1.CDCPipeline, w *world, obs Observation, pl *placement, results map[string]memberResult) time.Duration {
+func (r *CoordinatorReconciler) nextLook(p *urutauv1alpha1.CDCPipeline, w *world, obs Observation, pl *placed, results map[string]memberResult) time.Duration {
 	var after time.Duration
 	soonest := func(d time.Duration) {
 		if d > 0 && (after == 0 || d < after) {

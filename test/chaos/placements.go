@@ -25,7 +25,7 @@ type inventoryState struct {
 }
 
 // effective is the placement the hub resolves from spec c: the named members and, with the
-// selector, the labelled ones, of those in the inventory (fleet.SelectMembers).
+// selector, the labelled ones, of those in the inventory (placement.SelectMembers).
 func (s inventoryState) effective(c specChange) []string {
 	out := []string{}
 	for _, m := range Members {

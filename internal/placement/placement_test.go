@@ -1,11 +1,10 @@
-package fleet
+package placement
 
 import (
 	"reflect"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/sets"
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
 	"github.com/urutau-io/fleet/internal/inventory"
@@ -86,13 +85,5 @@ func TestOverrideFor(t *testing.T) {
 	// The spec's own override entries are never modified by merging.
 	if p.Spec.Overrides[0].Coordinator.Memory != "" {
 		t.Fatal("OverrideFor modified spec.overrides")
-	}
-}
-
-func TestConfirmedGone(t *testing.T) {
-	p := &urutauv1alpha1.CDCPipeline{}
-	p.Annotations = map[string]string{urutauv1alpha1.AnnotationConfirmGone: " a, ,b "}
-	if got := ConfirmedGone(p); !got.Equal(sets.New("a", "b")) {
-		t.Fatalf("got %v", sets.List(got))
 	}
 }
