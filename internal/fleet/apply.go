@@ -15,6 +15,7 @@ import (
 	"github.com/urutau-io/fleet/internal/inventory"
 	"github.com/urutau-io/fleet/internal/placement"
 	"github.com/urutau-io/fleet/internal/spec"
+	"github.com/urutau-io/fleet/internal/status"
 )
 
 // AnnotationKEDAPrometheusAddress on a member's inventory entry (annotation first, then label)
@@ -29,7 +30,7 @@ func (r *CoordinatorReconciler) applyAll(ctx context.Context, p *urutauv1alpha1.
 	done, late := fanOut(ctx, r.fanOutOptions(pipelineWakeKey(p), "apply"), pl.decision.Run, func(ctx context.Context, m string) memberResult {
 		return r.applyOn(ctx, p, w, pl, m)
 	}, func(m string, err error) memberResult {
-		res := memberResult{obs: MemberObservation{Name: m}}
+		res := memberResult{obs: status.MemberObservation{Name: m}}
 		res.fail(err)
 		return res
 	})
@@ -60,7 +61,7 @@ func (r *CoordinatorReconciler) applyOn(ctx context.Context, p *urutauv1alpha1.C
 		return memberResult{obs: obs, backingOff: true, retryIn: left}
 	}
 	if down, msg := r.members.down(m); down {
-		res := memberResult{obs: MemberObservation{Name: m, ClusterID: w.ids[m]}}
+		res := memberResult{obs: status.MemberObservation{Name: m, ClusterID: w.ids[m]}}
 		res.fail(fmt.Errorf("cluster %q %w: %s", m, errMemberDown, msg))
 		res.obs.Message, res.eventMessage = msg, msg
 		return res
@@ -70,7 +71,7 @@ func (r *CoordinatorReconciler) applyOn(ctx context.Context, p *urutauv1alpha1.C
 		err = r.members.sameCluster(ctx, c, w.ids[m])
 	}
 	if err != nil {
-		res := memberResult{obs: MemberObservation{Name: m, ClusterID: w.ids[m]}}
+		res := memberResult{obs: status.MemberObservation{Name: m, ClusterID: w.ids[m]}}
 		res.fail(err)
 		return res
 	}
@@ -120,7 +121,7 @@ func (r *CoordinatorReconciler) settingsFor(p *urutauv1alpha1.CDCPipeline, m inv
 // makes one transition in the status, not one per reconcile.
 func lateMember(p *urutauv1alpha1.CDCPipeline, m, id string) memberResult {
 	msg := fmt.Sprintf("cluster %q does not answer its requests; the hub goes on with the other clusters and tries it again when it answers", m)
-	res := memberResult{unreachable: true, obs: MemberObservation{Name: m, ClusterID: id, Phase: urutauv1alpha1.ClusterUnreachable, Message: msg}}
+	res := memberResult{unreachable: true, obs: status.MemberObservation{Name: m, ClusterID: id, Phase: urutauv1alpha1.ClusterUnreachable, Message: msg}}
 	for _, c := range p.Status.Clusters {
 		if c.Name == m {
 			res.obs.ReadyReplicas = c.CoordinatorReadyReplicas

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/urutau-io/fleet/internal/status"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -146,7 +147,7 @@ type memberBackoff struct {
 type backoffEntry struct {
 	failures int
 	until    time.Time
-	obs      MemberObservation
+	obs      status.MemberObservation
 }
 
 const (
@@ -156,18 +157,18 @@ const (
 
 // waiting tells whether k is backing off at now: then it returns the failure last seen there and
 // how long is left.
-func (b *memberBackoff) waiting(k workKey, now time.Time) (MemberObservation, time.Duration, bool) {
+func (b *memberBackoff) waiting(k workKey, now time.Time) (status.MemberObservation, time.Duration, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	e, ok := b.m[k]
 	if !ok || !now.Before(e.until) {
-		return MemberObservation{}, 0, false
+		return status.MemberObservation{}, 0, false
 	}
 	return e.obs, e.until.Sub(now), true
 }
 
 // failed records a failure on k and returns how long k waits before its next try.
-func (b *memberBackoff) failed(k workKey, obs MemberObservation, now time.Time) time.Duration {
+func (b *memberBackoff) failed(k workKey, obs status.MemberObservation, now time.Time) time.Duration {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.m == nil {

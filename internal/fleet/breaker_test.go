@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/urutau-io/fleet/internal/status"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
@@ -85,7 +86,7 @@ func TestMemberBackoff(t *testing.T) {
 	if _, _, waiting := b.waiting(k, t0); waiting {
 		t.Fatal("a member that never failed is backing off")
 	}
-	obs := MemberObservation{Name: "m", Phase: "Degraded", Message: "forbidden"}
+	obs := status.MemberObservation{Name: "m", Phase: "Degraded", Message: "forbidden"}
 	var delays []time.Duration
 	for i := range 12 {
 		delays = append(delays, b.failed(k, obs, t0.Add(time.Duration(i)*time.Hour)))

@@ -13,6 +13,7 @@ import (
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
 	"github.com/urutau-io/fleet/internal/inventory"
+	"github.com/urutau-io/fleet/internal/status"
 )
 
 // reconcileDelete empties every member a ReaderLease records for the pipeline, selected or not,
@@ -122,18 +123,18 @@ func (r *CoordinatorReconciler) tombstoned(p *urutauv1alpha1.CDCPipeline, left [
 // showDeleting writes the status of a pipeline being deleted: what each member still holds.
 func (r *CoordinatorReconciler) showDeleting(ctx context.Context, p *urutauv1alpha1.CDCPipeline, left []leftEntry) error {
 	orig := p.DeepCopy()
-	var shown []MemberObservation
+	var shown []status.MemberObservation
 	var inv []string
 	for _, e := range left {
 		phase, msg := urutauv1alpha1.ClusterDeleting, "removing"
 		if down, why := r.members.down(e.Cluster); down {
 			phase, msg = urutauv1alpha1.ClusterUnreachable, why
 		}
-		shown = append(shown, MemberObservation{Name: e.Cluster, ClusterID: e.ClusterID, Phase: phase, Message: msg})
+		shown = append(shown, status.MemberObservation{Name: e.Cluster, ClusterID: e.ClusterID, Phase: phase, Message: msg})
 		inv = append(inv, e.Cluster)
 	}
 	p.Status.Inventory = sortedUnique(inv)
-	p.Status.Clusters = computeClusters(p.Status.Clusters, Observation{Now: statusNow(), Members: dedupByName(shown)})
+	p.Status.Clusters = status.Clusters(p.Status.Clusters, status.Observation{Now: status.Now(), Members: dedupByName(shown)})
 	return r.patchStatus(ctx, orig, p, false)
 }
 
@@ -148,9 +149,9 @@ func (r *CoordinatorReconciler) removeFinalizer(ctx context.Context, p *urutauv1
 }
 
 // dedupByName keeps the first observation of each member name.
-func dedupByName(obs []MemberObservation) []MemberObservation {
+func dedupByName(obs []status.MemberObservation) []status.MemberObservation {
 	seen := map[string]bool{}
-	var out []MemberObservation
+	var out []status.MemberObservation
 	for _, o := range obs {
 		if !seen[o.Name] {
 			seen[o.Name] = true

@@ -15,11 +15,11 @@
 //	gate             gate.go        terminated, invalid or source-changed: status only, no member write
 //	place            place.go       clean departed members, planLease (lease.go), write the lease
 //	applyAll         apply.go       the applies, concurrently, one applyJob per member
-//	report           report.go      status (ComputeStatus, status.go), events (events.go), requeue
+//	report           report.go      status (internal/status), events (events.go), requeue
 //
-// Decisions are pure functions with table tests: SelectMembers and OverrideFor (internal/placement),
-// planLease and planRelease (lease.go), ComputeStatus (status.go). Only the phases that read or
-// write take a client.
+// Decisions are pure functions with table tests: placement.SelectMembers and
+// placement.OverrideFor (internal/placement), planLease and planRelease (lease.go), status.Compute
+// (internal/status). Only the phases that read or write take a client.
 //
 // # The fleet rules, and where they live
 //

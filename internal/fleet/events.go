@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
+	"github.com/urutau-io/fleet/internal/status"
 )
 
 // Event reasons on the CDCPipeline. The first three are the single-cluster operator's.
@@ -58,11 +59,11 @@ func (r *CoordinatorReconciler) emitEvents(p, orig *urutauv1alpha1.CDCPipeline, 
 	for _, m := range pl.decision.Dropped {
 		r.event(p, corev1.EventTypeNormal, EventRemoved, "Move", "removed from cluster %q, which the placement no longer selects", m)
 	}
-	r.eventOnNewCondition(p, orig, ConditionMoveBlocked, corev1.EventTypeWarning, EventMoveBlocked, "Move")
-	r.eventOnNewCondition(p, orig, ConditionClusterIdentityChanged, corev1.EventTypeWarning, EventClusterIdentity, "Place")
-	r.eventOnNewCondition(p, orig, ConditionClustersDeregistered, corev1.EventTypeWarning, EventClusterDeregistered, "Place")
-	if c := meta.FindStatusCondition(p.Status.Conditions, ConditionReaderLease); c != nil && c.Reason != ReasonLeaseHeld {
-		if o := meta.FindStatusCondition(orig.Status.Conditions, ConditionReaderLease); o == nil || o.Reason != c.Reason {
+	r.eventOnNewCondition(p, orig, status.ConditionMoveBlocked, corev1.EventTypeWarning, EventMoveBlocked, "Move")
+	r.eventOnNewCondition(p, orig, status.ConditionClusterIdentityChanged, corev1.EventTypeWarning, EventClusterIdentity, "Place")
+	r.eventOnNewCondition(p, orig, status.ConditionClustersDeregistered, corev1.EventTypeWarning, EventClusterDeregistered, "Place")
+	if c := meta.FindStatusCondition(p.Status.Conditions, status.ConditionReaderLease); c != nil && c.Reason != status.ReasonLeaseHeld {
+		if o := meta.FindStatusCondition(orig.Status.Conditions, status.ConditionReaderLease); o == nil || o.Reason != c.Reason {
 			r.event(p, corev1.EventTypeWarning, EventWaitingForReader, "Place", "%s", c.Message)
 		}
 	}

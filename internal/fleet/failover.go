@@ -15,6 +15,7 @@ import (
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
 	"github.com/urutau-io/fleet/internal/inventory"
+	"github.com/urutau-io/fleet/internal/status"
 )
 
 // A failover placement (spec.placement.failover) runs the pipeline on one member at a time: the
@@ -304,15 +305,15 @@ const (
 // pipeline runs on is lost past the threshold and no candidate can take it; removes it otherwise.
 func setFailingOverCondition(p *urutauv1alpha1.CDCPipeline, v *failoverView) {
 	st, d := p.Status.Failover, v.decision
-	c := conditionSetter{conds: &p.Status.Conditions, generation: p.Generation, now: statusNow()}
+	c := status.Conditions{Into: &p.Status.Conditions, Generation: p.Generation, Now: status.Now()}
 	switch {
 	case failingOver(st):
 		msg := fmt.Sprintf("moving from %q to %q (%s); the coordinator there is not ready yet", st.Last.From, st.Last.To, st.Last.Reason)
-		c.set(ConditionFailingOver, metav1.ConditionTrue, st.Last.Reason, msg)
+		c.Set(ConditionFailingOver, metav1.ConditionTrue, st.Last.Reason, msg)
 	case stuck(d):
-		c.set(ConditionFailingOver, metav1.ConditionTrue, ReasonFailoverNoCandidate, d.Message)
+		c.Set(ConditionFailingOver, metav1.ConditionTrue, ReasonFailoverNoCandidate, d.Message)
 	default:
-		c.presentWhen(ConditionFailingOver, false, "", "")
+		c.PresentWhen(ConditionFailingOver, false, "", "")
 	}
 }
 

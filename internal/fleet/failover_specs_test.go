@@ -21,6 +21,7 @@ import (
 	"github.com/urutau-io/fleet/internal/coordinator"
 	"github.com/urutau-io/fleet/internal/fence"
 	"github.com/urutau-io/fleet/internal/fleet"
+	"github.com/urutau-io/fleet/internal/status"
 	"github.com/urutau-io/fleet/internal/testenv"
 )
 
@@ -169,7 +170,7 @@ var _ = Describe("Fenced placements and failover", Label("failover"), func() {
 		DeferCleanup(func() { startAPIServer(members["a"]) })
 		updatePipeline(ctx, key, func(p *urutauv1alpha1.CDCPipeline) { p.Spec.Placement.Clusters = []string{"b"} })
 		Consistently(func(g Gomega) { expectEmpty(g, ctx, members["b"], ns, p.UID) }, 3*(fenceTTL+fenceGrace+fenceMargin)).Should(Succeed())
-		Expect(meta.IsStatusConditionTrue(getPipeline(Default, ctx, key).Status.Conditions, fleet.ConditionMoveBlocked)).To(BeTrue())
+		Expect(meta.IsStatusConditionTrue(getPipeline(Default, ctx, key).Status.Conditions, status.ConditionMoveBlocked)).To(BeTrue())
 	})
 })
 

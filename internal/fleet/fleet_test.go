@@ -16,6 +16,7 @@ import (
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
 	"github.com/urutau-io/fleet/internal/coordinator"
 	"github.com/urutau-io/fleet/internal/fleet"
+	"github.com/urutau-io/fleet/internal/status"
 	"github.com/urutau-io/fleet/internal/testenv"
 )
 
@@ -152,10 +153,10 @@ var _ = Describe("CoordinatorReconciler", func() {
 		updatePipeline(ctx, client.ObjectKeyFromObject(p), func(p *urutauv1alpha1.CDCPipeline) { p.Spec.Placement.Clusters = []string{"b"} })
 		Eventually(func(g Gomega) {
 			got := getPipeline(g, ctx, client.ObjectKeyFromObject(p))
-			c := meta.FindStatusCondition(got.Status.Conditions, fleet.ConditionMoveBlocked)
+			c := meta.FindStatusCondition(got.Status.Conditions, status.ConditionMoveBlocked)
 			g.Expect(c).NotTo(BeNil())
 			g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
-			g.Expect(c.Reason).To(Equal(fleet.ReasonWaitingForDepartedCluster))
+			g.Expect(c.Reason).To(Equal(status.ReasonWaitingForDepartedCluster))
 			g.Expect(c.Message).To(ContainSubstring("a"))
 			g.Expect(meta.IsStatusConditionTrue(got.Status.Conditions, urutauv1alpha1.ConditionStalled)).To(BeTrue())
 			g.Expect(clusterStatus(got, "a").Phase).To(Equal(urutauv1alpha1.ClusterUnreachable))
@@ -169,7 +170,7 @@ var _ = Describe("CoordinatorReconciler", func() {
 			got := getPipeline(g, ctx, client.ObjectKeyFromObject(p))
 			// A member confirmed gone stays in the inventory until it is emptied.
 			g.Expect(got.Status.Inventory).To(ContainElement("b"))
-			g.Expect(meta.FindStatusCondition(got.Status.Conditions, fleet.ConditionMoveBlocked)).To(BeNil())
+			g.Expect(meta.FindStatusCondition(got.Status.Conditions, status.ConditionMoveBlocked)).To(BeNil())
 		}, afterLateWrites).Should(Succeed())
 		return p
 	}

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
+	"github.com/urutau-io/fleet/internal/status"
 )
 
 // gate stops a reconcile that must write nothing to any member, and writes the status that says
@@ -81,7 +82,7 @@ func (r *CoordinatorReconciler) showTerminated(ctx context.Context, p, orig *uru
 	obs := r.frozenObservation(p, w, urutauv1alpha1.ClusterTerminated,
 		"terminated: the hub writes nothing here until status.terminated is removed or the spec changes")
 	obs.Terminated = nt
-	p.Status = ComputeStatus(p.Status, obs)
+	p.Status = status.Compute(p.Status, obs)
 	return r.patchStatus(ctx, orig, p, false)
 }
 
@@ -93,7 +94,7 @@ func (r *CoordinatorReconciler) showSourceChanged(ctx context.Context, p *urutau
 	obs := r.frozenObservation(p, w, urutauv1alpha1.ClusterPending, "the source identity changed: nothing is applied until it is changed back")
 	obs.SourceChanged = fmt.Sprintf("the source's reader identity changed while ReaderLease(s) %s still record this pipeline's readers: change the source back, or create a new CDCPipeline for the new source and delete this one",
 		strings.Join(w.elsewhere, ", "))
-	p.Status = ComputeStatus(p.Status, obs)
+	p.Status = status.Compute(p.Status, obs)
 	return r.patchStatus(ctx, orig, p, false)
 }
 
@@ -104,13 +105,13 @@ func (r *CoordinatorReconciler) showNoFenceImage(ctx context.Context, p *urutauv
 	orig := p.DeepCopy()
 	obs := r.frozenObservation(p, w, urutauv1alpha1.ClusterPending, "fenced, and the hub has no --fence-image: nothing is applied")
 	obs.HubMisconfigured = "spec.placement.fenced is true, but the hub runs without --fence-image (the image that holds /fence, the hub's own): nothing is applied until the hub is started with it, or the placement is no longer fenced"
-	p.Status = ComputeStatus(p.Status, obs)
+	p.Status = status.Compute(p.Status, obs)
 	return r.patchStatus(ctx, orig, p, false)
 }
 
 // frozenObservation shows every member the pipeline is placed on or recorded in with one phase
 // and message, keeping what was known of its coordinator: nothing was asked of the members.
-func (r *CoordinatorReconciler) frozenObservation(p *urutauv1alpha1.CDCPipeline, w *world, phase urutauv1alpha1.ClusterPhase, msg string) Observation {
+func (r *CoordinatorReconciler) frozenObservation(p *urutauv1alpha1.CDCPipeline, w *world, phase urutauv1alpha1.ClusterPhase, msg string) status.Observation {
 	shown := sets.New(w.selected...).Insert(p.Status.Inventory...)
 	for _, e := range ownEntries(w.lease, p.UID) {
 		shown.Insert(e.Cluster)
@@ -119,12 +120,12 @@ func (r *CoordinatorReconciler) frozenObservation(p *urutauv1alpha1.CDCPipeline,
 	for _, c := range p.Status.Clusters {
 		prev[c.Name] = c
 	}
-	obs := Observation{
-		Generation: p.Generation, Now: statusNow(), Selected: w.selected, Unknown: w.unknown,
+	obs := status.Observation{
+		Generation: p.Generation, Now: status.Now(), Selected: w.selected, Unknown: w.unknown,
 		Inventory: p.Status.Inventory, LeaseName: p.Status.ReaderLease, SpecHash: w.specHash,
 	}
 	for _, n := range sets.List(shown) {
-		obs.Members = append(obs.Members, MemberObservation{
+		obs.Members = append(obs.Members, status.MemberObservation{
 			Name: n, Phase: phase, Message: msg,
 			ReadyReplicas: prev[n].CoordinatorReadyReplicas, ClusterID: prev[n].ClusterID,
 		})

@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
+	"github.com/urutau-io/fleet/internal/status"
 )
 
 // fleetGauges recomputes, every few seconds, the gauges that summarise the hub's objects: pipelines by
@@ -37,7 +38,7 @@ func (g *fleetGauges) refresh(ctx context.Context) error {
 	for _, p := range pipelines.Items {
 		live[p.UID] = true
 		ready[readyStatus(&p)]++
-		if c := meta.FindStatusCondition(p.Status.Conditions, ConditionReaderLease); c != nil && c.Status == "False" {
+		if c := meta.FindStatusCondition(p.Status.Conditions, status.ConditionReaderLease); c != nil && c.Status == "False" {
 			waits++
 		}
 		for _, c := range p.Status.Clusters {

@@ -18,6 +18,7 @@ import (
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
 	"github.com/urutau-io/fleet/internal/coordinator"
 	"github.com/urutau-io/fleet/internal/fleet"
+	"github.com/urutau-io/fleet/internal/status"
 	"github.com/urutau-io/fleet/internal/testenv"
 )
 
@@ -143,7 +144,7 @@ func killPod(ctx context.Context, m *testenv.Cluster, pod *corev1.Pod) {
 
 func leaseCondition(g Gomega, ctx context.Context, p *urutauv1alpha1.CDCPipeline) *metav1.Condition {
 	got := getPipeline(g, ctx, client.ObjectKeyFromObject(p))
-	c := meta.FindStatusCondition(got.Status.Conditions, fleet.ConditionReaderLease)
+	c := meta.FindStatusCondition(got.Status.Conditions, status.ConditionReaderLease)
 	g.Expect(c).NotTo(BeNil())
 	return c
 }
@@ -220,7 +221,7 @@ var _ = Describe("One reader per source identity", func() {
 		Eventually(func(g Gomega) {
 			c := leaseCondition(g, ctx, renamed)
 			g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
-			g.Expect(c.Reason).To(Equal(fleet.ReasonWaitingForReaders))
+			g.Expect(c.Reason).To(Equal(status.ReasonWaitingForReaders))
 			g.Expect(c.Message).To(ContainSubstring("rename-old on cluster c"))
 		}).Should(Succeed())
 		Consistently(func(g Gomega) { expectEmpty(g, ctx, members["b"], ns, renamed.UID) }, 3*time.Second).Should(Succeed())
@@ -266,7 +267,7 @@ var _ = Describe("One reader per source identity", func() {
 			if qc.Status == metav1.ConditionTrue {
 				winner, loser = q, p
 			}
-			g.Expect(leaseCondition(g, ctx, loser).Reason).To(Equal(fleet.ReasonSourceInUse))
+			g.Expect(leaseCondition(g, ctx, loser).Reason).To(Equal(status.ReasonSourceInUse))
 		}).Should(Succeed())
 		Consistently(func(g Gomega) {
 			for _, n := range []string{"a", "b"} {
@@ -306,7 +307,7 @@ var _ = Describe("One reader per source identity", func() {
 		updatePipeline(ctx, client.ObjectKeyFromObject(p), func(p *urutauv1alpha1.CDCPipeline) { p.Spec.Placement.Clusters = []string{"b"} })
 		Eventually(func(g Gomega) {
 			got := getPipeline(g, ctx, client.ObjectKeyFromObject(p))
-			g.Expect(meta.IsStatusConditionTrue(got.Status.Conditions, fleet.ConditionMoveBlocked)).To(BeTrue())
+			g.Expect(meta.IsStatusConditionTrue(got.Status.Conditions, status.ConditionMoveBlocked)).To(BeTrue())
 		}).Should(Succeed())
 		Consistently(func(g Gomega) { expectEmpty(g, ctx, members["b"], ns, p.UID) }, 3*time.Second).Should(Succeed())
 	})
@@ -326,7 +327,7 @@ var _ = Describe("One reader per source identity", func() {
 			got := getPipeline(g, ctx, client.ObjectKeyFromObject(p))
 			g.Expect(clusterStatus(got, "a").Phase).To(Equal(urutauv1alpha1.ClusterUnreachable))
 			g.Expect(clusterStatus(got, "a").Message).NotTo(ContainSubstring("no longer placed"))
-			g.Expect(meta.FindStatusCondition(got.Status.Conditions, fleet.ConditionMoveBlocked)).To(BeNil())
+			g.Expect(meta.FindStatusCondition(got.Status.Conditions, status.ConditionMoveBlocked)).To(BeNil())
 		}).Should(Succeed())
 	})
 

@@ -24,12 +24,13 @@ import (
 	"github.com/urutau-io/fleet/internal/adopt"
 	"github.com/urutau-io/fleet/internal/coordinator"
 	"github.com/urutau-io/fleet/internal/inventory"
+	"github.com/urutau-io/fleet/internal/status"
 	"github.com/urutau-io/fleet/internal/tenancy"
 )
 
 // memberResult is the outcome of one member in one reconcile.
 type memberResult struct {
-	obs MemberObservation
+	obs status.MemberObservation
 	// wrote counts objects written (applied or deleted).
 	wrote int
 	// unreachable: the member did not answer; timedOut: a request to it ran out of time.
@@ -111,7 +112,7 @@ func (j *applyJob) reader() client.Reader {
 }
 
 func (j *applyJob) run(ctx context.Context) (res memberResult) {
-	res.obs = MemberObservation{Name: j.conn.name, ClusterID: j.id}
+	res.obs = status.MemberObservation{Name: j.conn.name, ClusterID: j.id}
 	start := time.Now()
 	defer func() { memberDuration.WithLabelValues(j.conn.name).Observe(time.Since(start).Seconds()) }()
 	w, err := coordinator.Render(j.p, j.settings)

@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
+	"github.com/urutau-io/fleet/internal/status"
 )
 
 func TestCoordinatorReady(t *testing.T) {
@@ -180,14 +181,14 @@ func TestNextLookDeparted(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			pl := &placed{departed: map[entryKey]departedResult{{cluster: "a"}: {state: tc.state, failed: tc.failed}}}
 			// No Removing: the entry was confirmed gone, so the status does not list it.
-			if got := r.nextLook(p, &world{}, Observation{}, pl, nil); got != tc.want {
+			if got := r.nextLook(p, &world{}, status.Observation{}, pl, nil); got != tc.want {
 				t.Errorf("confirmed gone: nextLook = %s, want %s", got, tc.want)
 			}
 			want := tc.want
 			if want == 0 {
 				want = r.RetryInterval
 			}
-			if got := r.nextLook(p, &world{}, Observation{Removing: []string{"a"}}, pl, nil); got != want {
+			if got := r.nextLook(p, &world{}, status.Observation{Removing: []string{"a"}}, pl, nil); got != want {
 				t.Errorf("removing: nextLook = %s, want %s", got, want)
 			}
 		})

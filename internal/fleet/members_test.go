@@ -20,6 +20,7 @@ import (
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
 	"github.com/urutau-io/fleet/internal/coordinator"
 	"github.com/urutau-io/fleet/internal/fleet"
+	"github.com/urutau-io/fleet/internal/status"
 	"github.com/urutau-io/fleet/internal/testenv"
 )
 
@@ -169,7 +170,7 @@ var _ = Describe("Members come and go", func() {
 			got := getPipeline(g, ctx, client.ObjectKeyFromObject(p))
 			g.Expect(clusterStatus(got, "c")).NotTo(BeNil())
 			g.Expect(clusterStatus(got, "c").Phase).To(Equal(urutauv1alpha1.ClusterOrphaned))
-			g.Expect(meta.IsStatusConditionTrue(got.Status.Conditions, fleet.ConditionClustersDeregistered)).To(BeTrue())
+			g.Expect(meta.IsStatusConditionTrue(got.Status.Conditions, status.ConditionClustersDeregistered)).To(BeTrue())
 			g.Expect(got.Status.Inventory).To(ContainElement("c"))
 			err := hubClient.Get(ctx, client.ObjectKey{Namespace: systemNS, Name: urutauv1alpha1.MemberHealthPrefix + "c"}, &coordinationv1.Lease{})
 			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the health record of a member that left stays: %v", err)
@@ -181,7 +182,7 @@ var _ = Describe("Members come and go", func() {
 		Eventually(func(g Gomega) {
 			got := getPipeline(g, ctx, client.ObjectKeyFromObject(p))
 			g.Expect(clusterStatus(got, "c").Phase).To(Equal(urutauv1alpha1.ClusterApplied))
-			g.Expect(meta.FindStatusCondition(got.Status.Conditions, fleet.ConditionClustersDeregistered)).To(BeNil())
+			g.Expect(meta.FindStatusCondition(got.Status.Conditions, status.ConditionClustersDeregistered)).To(BeNil())
 		}).Should(Succeed())
 		objs := expectPlaced(Default, ctx, members["c"], p)
 		Expect(objs["StatefulSet/"+coordinator.CoordinatorName(p.Name)].GetUID()).To(Equal(sts), "the coordinator was re-created")
@@ -233,7 +234,7 @@ var _ = Describe("Members come and go", func() {
 		DeferCleanup(func(ctx SpecContext) { restoreMember(ctx, "c") })
 		Eventually(func(g Gomega) {
 			got := getPipeline(g, ctx, client.ObjectKeyFromObject(p))
-			c := meta.FindStatusCondition(got.Status.Conditions, fleet.ConditionClusterIdentityChanged)
+			c := meta.FindStatusCondition(got.Status.Conditions, status.ConditionClusterIdentityChanged)
 			g.Expect(c).NotTo(BeNil())
 			g.Expect(c.Message).To(ContainSubstring(oldID))
 			g.Expect(c.Message).To(ContainSubstring(newID))
@@ -246,7 +247,7 @@ var _ = Describe("Members come and go", func() {
 		Eventually(func(g Gomega) {
 			expectPlacedAs(g, ctx, members["b"], "c", p)
 			got := getPipeline(g, ctx, client.ObjectKeyFromObject(p))
-			g.Expect(meta.FindStatusCondition(got.Status.Conditions, fleet.ConditionClusterIdentityChanged)).To(BeNil())
+			g.Expect(meta.FindStatusCondition(got.Status.Conditions, status.ConditionClusterIdentityChanged)).To(BeNil())
 			g.Expect(clusterStatus(got, "c").ClusterID).To(Equal(newID))
 			l, err := leaseOf(ctx, p.UID)
 			g.Expect(err).NotTo(HaveOccurred())

@@ -16,7 +16,7 @@ import (
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
 	"github.com/urutau-io/fleet/internal/coordinator"
-	"github.com/urutau-io/fleet/internal/fleet"
+	"github.com/urutau-io/fleet/internal/status"
 	"github.com/urutau-io/fleet/internal/testenv"
 )
 
@@ -60,7 +60,7 @@ var _ = Describe("One reader per source: what people do", func() {
 			g.Expect(b.Phase).To(Equal(urutauv1alpha1.ClusterPending))
 			g.Expect(b.Message).To(ContainSubstring(`reads the same database as cluster "a"`))
 			g.Expect(b.Message).NotTo(ContainSubstring("pw-"), "no credential in status")
-			g.Expect(meta.IsStatusConditionTrue(got.Status.Conditions, fleet.ConditionSharedSource)).To(BeTrue())
+			g.Expect(meta.IsStatusConditionTrue(got.Status.Conditions, status.ConditionSharedSource)).To(BeTrue())
 			g.Expect(meta.IsStatusConditionTrue(got.Status.Conditions, urutauv1alpha1.ConditionStalled)).To(BeTrue())
 		}).Should(Succeed())
 		Consistently(func(g Gomega) {
@@ -80,7 +80,7 @@ var _ = Describe("One reader per source: what people do", func() {
 		Eventually(func(g Gomega) {
 			expectPlaced(g, ctx, members["b"], p)
 			expectEmpty(g, ctx, members["a"], ns, p.UID)
-			g.Expect(meta.FindStatusCondition(getPipeline(g, ctx, key).Status.Conditions, fleet.ConditionSharedSource)).To(BeNil())
+			g.Expect(meta.FindStatusCondition(getPipeline(g, ctx, key).Status.Conditions, status.ConditionSharedSource)).To(BeNil())
 		}).Should(Succeed())
 		sampler.done("[a] -> [a,b] -> [b] on one database")
 	})

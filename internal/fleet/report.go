@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
+	"github.com/urutau-io/fleet/internal/status"
 	"github.com/urutau-io/fleet/internal/tenancy"
 )
 
@@ -19,7 +20,7 @@ import (
 func (r *CoordinatorReconciler) report(ctx context.Context, p *urutauv1alpha1.CDCPipeline, w *world, pl *placed, results map[string]memberResult) (ctrl.Result, error) {
 	obs := observation(p, w, pl, results)
 	orig := p.DeepCopy()
-	p.Status = ComputeStatus(p.Status, obs)
+	p.Status = status.Compute(p.Status, obs)
 	r.reportFailover(p, orig, w, results)
 	for m, d := range w.denied {
 		if _, ok := results[m]; !ok {
@@ -38,13 +39,13 @@ func (r *CoordinatorReconciler) report(ctx context.Context, p *urutauv1alpha1.CD
 }
 
 // observation gathers what the status is computed from.
-func observation(p *urutauv1alpha1.CDCPipeline, w *world, pl *placed, results map[string]memberResult) Observation {
+func observation(p *urutauv1alpha1.CDCPipeline, w *world, pl *placed, results map[string]memberResult) status.Observation {
 	d := pl.decision
-	obs := Observation{
-		Generation: p.Generation, Now: statusNow(), Selected: w.selected, Unknown: w.unknown,
+	obs := status.Observation{
+		Generation: p.Generation, Now: status.Now(), Selected: w.selected, Unknown: w.unknown,
 		Waiting: d.Wait, SpecHash: w.specHash, LeaseName: w.leaseName, Refused: w.refused, Held: w.held,
 		Deregistered: pl.deregistered, Terminated: firstTerminal(p, d.Run, results),
-		Lease: LeaseView{Known: true, Name: w.leaseName, Source: w.source, Holder: d.Holder, HolderLive: d.HolderLive, Blocking: d.Blocking, Namespace: p.Namespace},
+		Lease: status.LeaseView{Known: true, Name: w.leaseName, Source: w.source, Holder: d.Holder, HolderLive: d.HolderLive, Blocking: d.Blocking, Namespace: p.Namespace},
 	}
 	shown := sets.New[string]()
 	for _, m := range d.Run {
@@ -52,11 +53,11 @@ func observation(p *urutauv1alpha1.CDCPipeline, w *world, pl *placed, results ma
 		shown.Insert(m)
 	}
 	for _, m := range d.Wait {
-		obs.Members = append(obs.Members, MemberObservation{Name: m, ClusterID: w.ids[m], Phase: urutauv1alpha1.ClusterPending,
-			Message: "waiting for " + blockingMessage(obs.Lease) + " before starting here"})
+		obs.Members = append(obs.Members, status.MemberObservation{Name: m, ClusterID: w.ids[m], Phase: urutauv1alpha1.ClusterPending,
+			Message: "waiting for " + status.BlockingMessage(obs.Lease) + " before starting here"})
 		shown.Insert(m)
 	}
-	show := func(o MemberObservation) {
+	show := func(o status.MemberObservation) {
 		if !shown.Has(o.Name) {
 			obs.Members = append(obs.Members, o)
 			shown.Insert(o.Name)
@@ -66,11 +67,11 @@ func observation(p *urutauv1alpha1.CDCPipeline, w *world, pl *placed, results ma
 		show(denied(m, w.ids[m], w.denied[m]).obs)
 	}
 	for _, m := range sortedKeys(w.refused) {
-		show(MemberObservation{Name: m, ClusterID: w.ids[m], Phase: urutauv1alpha1.ClusterPending, Message: w.refused[m]})
+		show(status.MemberObservation{Name: m, ClusterID: w.ids[m], Phase: urutauv1alpha1.ClusterPending, Message: w.refused[m]})
 	}
 	for _, m := range sortedKeys(w.held) {
 		if !slicesContains(departedNames(d.Departed), m) {
-			show(MemberObservation{Name: m, ClusterID: w.ids[m], Phase: urutauv1alpha1.ClusterPending, Message: w.held[m]})
+			show(status.MemberObservation{Name: m, ClusterID: w.ids[m], Phase: urutauv1alpha1.ClusterPending, Message: w.held[m]})
 		}
 	}
 	for _, m := range sortedKeys(w.unidentified) {
@@ -78,7 +79,7 @@ func observation(p *urutauv1alpha1.CDCPipeline, w *world, pl *placed, results ma
 		if isUnreachable(w.unidentified[m]) {
 			phase = urutauv1alpha1.ClusterUnreachable
 		}
-		show(MemberObservation{Name: m, Phase: phase, Message: w.unidentified[m].Error()})
+		show(status.MemberObservation{Name: m, Phase: phase, Message: w.unidentified[m].Error()})
 	}
 	inventory := sets.New(d.Run...)
 	for _, e := range d.Departed {
@@ -94,8 +95,8 @@ func observation(p *urutauv1alpha1.CDCPipeline, w *world, pl *placed, results ma
 }
 
 // departedObservation is how a member the pipeline left shows, and what it holds back.
-func departedObservation(e urutauv1alpha1.LeaseMember, d departedResult, obs *Observation) MemberObservation {
-	m := MemberObservation{Name: e.Cluster, ClusterID: e.ClusterID, Phase: urutauv1alpha1.ClusterDeleting, Message: d.message}
+func departedObservation(e urutauv1alpha1.LeaseMember, d departedResult, obs *status.Observation) status.MemberObservation {
+	m := status.MemberObservation{Name: e.Cluster, ClusterID: e.ClusterID, Phase: urutauv1alpha1.ClusterDeleting, Message: d.message}
 	switch {
 	case e.State == urutauv1alpha1.LeaseMemberGone:
 		m.Message = "confirmed gone: emptied if it ever answers again"
@@ -133,7 +134,7 @@ func firstTerminal(p *urutauv1alpha1.CDCPipeline, run []string, results map[stri
 // nextLook is when to reconcile again without an event: soon while departed members drain, at
 // the retry interval while something outside the hub is awaited, at the earliest backoff of a
 // failing member; never while all is done (idle is quiet).
-func (r *CoordinatorReconciler) nextLook(p *urutauv1alpha1.CDCPipeline, w *world, obs Observation, pl *placed, results map[string]memberResult) time.Duration {
+func (r *CoordinatorReconciler) nextLook(p *urutauv1alpha1.CDCPipeline, w *world, obs status.Observation, pl *placed, results map[string]memberResult) time.Duration {
 	var after time.Duration
 	soonest := func(d time.Duration) {
 		if d > 0 && (after == 0 || d < after) {

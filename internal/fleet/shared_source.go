@@ -10,6 +10,7 @@ import (
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
 	"github.com/urutau-io/fleet/internal/sourcedb"
+	"github.com/urutau-io/fleet/internal/status"
 )
 
 // A pipeline placed on several members runs one coordinator per member, all with the same
@@ -156,7 +157,7 @@ func splitRunning(in sharedInput) (running, waiting []string) {
 
 // sharedMessage says why member m waits for k.
 func sharedMessage(in sharedInput, m, k string) string {
-	id := describeSource(in.Source)
+	id := status.DescribeSource(in.Source)
 	mine, theirs := in.Endpoints[m], in.Endpoints[k]
 	switch {
 	case mine.endpoint == nil:

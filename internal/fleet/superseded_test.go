@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
+	"github.com/urutau-io/fleet/internal/status"
 )
 
 // A coordinator is created only by the reconcile of the pipeline as it still is: an apply that a
@@ -61,7 +62,7 @@ func TestStillCurrent(t *testing.T) {
 func TestSupersededApplyLooksAgain(t *testing.T) {
 	asked := false
 	j := &applyJob{conn: &memberConn{name: "member-c"}, crossed: func() { asked = true }}
-	res := memberResult{obs: MemberObservation{Name: "member-c"}}
+	res := memberResult{obs: status.MemberObservation{Name: "member-c"}}
 	if j.boundaryAllows(&res, errors.Join(errSuperseded)) {
 		t.Fatal("a superseded apply went on")
 	}

@@ -20,6 +20,7 @@ import (
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
 	"github.com/urutau-io/fleet/internal/adopt"
 	"github.com/urutau-io/fleet/internal/coordinator"
+	"github.com/urutau-io/fleet/internal/status"
 	"github.com/urutau-io/fleet/internal/tenancy"
 )
 
@@ -91,7 +92,7 @@ func (r *CoordinatorReconciler) observeBoundary(ctx context.Context, p *urutauv1
 
 // denied is the result for member m that the boundary refuses: nothing is asked of it.
 func denied(m, id string, d *tenancy.Denial) memberResult {
-	res := memberResult{retry: true, obs: MemberObservation{Name: m, ClusterID: id, Phase: urutauv1alpha1.ClusterDegraded,
+	res := memberResult{retry: true, obs: status.MemberObservation{Name: m, ClusterID: id, Phase: urutauv1alpha1.ClusterDegraded,
 		Message: "not allowed by the tenancy boundary (" + d.Reason + "): " + d.Message}}
 	res.eventReason, res.eventMessage = EventPlacementDenied, res.obs.Message
 	return res

@@ -1,4 +1,4 @@
-package fleet
+package status
 
 import (
 	"testing"
@@ -80,7 +80,7 @@ func TestComputeStatus(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			st := ComputeStatus(tt.prev, tt.obs)
+			st := Compute(tt.prev, tt.obs)
 			c := meta.FindStatusCondition(st.Conditions, urutauv1alpha1.ConditionReady)
 			if c == nil || string(c.Status) != tt.want.ready || c.Reason != tt.want.readyReason {
 				t.Fatalf("Ready = %+v, want %s/%s", c, tt.want.ready, tt.want.readyReason)
@@ -120,9 +120,9 @@ func TestComputeStatus(t *testing.T) {
 
 	t.Run("same observation, same status: idle writes nothing", func(t *testing.T) {
 		obs := Observation{Generation: 3, Now: t0, Selected: []string{"a"}, Inventory: []string{"a"}, Members: []MemberObservation{ready("a")}}
-		first := ComputeStatus(urutauv1alpha1.CDCPipelineStatus{}, obs)
+		first := Compute(urutauv1alpha1.CDCPipelineStatus{}, obs)
 		obs.Now = t1
-		second := ComputeStatus(first, obs)
+		second := Compute(first, obs)
 		if !equalStatus(first, second) {
 			t.Fatalf("status changed without a change in the world:\n%+v\n%+v", first, second)
 		}
@@ -133,7 +133,7 @@ func TestComputeStatus(t *testing.T) {
 			{Name: "a", Phase: urutauv1alpha1.ClusterApplied, LastTransitionTime: t0, ObservedGeneration: 2},
 			{Name: "b", Phase: urutauv1alpha1.ClusterApplied, LastTransitionTime: t0, ObservedGeneration: 2},
 		}}
-		st := ComputeStatus(prev, Observation{Generation: 3, Now: t1, Selected: []string{"a", "b"}, Members: []MemberObservation{
+		st := Compute(prev, Observation{Generation: 3, Now: t1, Selected: []string{"a", "b"}, Members: []MemberObservation{
 			{Name: "a", Phase: urutauv1alpha1.ClusterApplied}, ready("b"),
 		}})
 		if st.Phase != "Running" || st.RunID != "r1" {

@@ -1,7 +1,8 @@
-package fleet
+package status
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -117,10 +118,10 @@ type Observation struct {
 	Held map[string]string
 }
 
-// ComputeStatus is the new status from the previous one and what was observed. It is pure and
+// Compute is the new status from the previous one and what was observed. It is pure and
 // deterministic, so an unchanged world gives an identical status and no write. Fields the hub
 // does not own (phase, runId) are carried over.
-func ComputeStatus(prev urutauv1alpha1.CDCPipelineStatus, o Observation) urutauv1alpha1.CDCPipelineStatus {
+func Compute(prev urutauv1alpha1.CDCPipelineStatus, o Observation) urutauv1alpha1.CDCPipelineStatus {
 	st := *prev.DeepCopy()
 	st.Terminated = o.Terminated.DeepCopy()
 	st.Inventory = sortedUnique(o.Inventory)
@@ -130,7 +131,7 @@ func ComputeStatus(prev urutauv1alpha1.CDCPipelineStatus, o Observation) urutauv
 	if o.SpecHash != "" {
 		st.SpecHash = o.SpecHash
 	}
-	st.Clusters = computeClusters(prev.Clusters, o)
+	st.Clusters = Clusters(prev.Clusters, o)
 	s := summarize(st.Clusters, o)
 	if len(o.Selected) > 0 || prev.ReadyClusters != "" {
 		st.ReadyClusters = fmt.Sprintf("%d/%d", s.ready, len(o.Selected))
@@ -143,13 +144,13 @@ func ComputeStatus(prev urutauv1alpha1.CDCPipelineStatus, o Observation) urutauv
 	if (s.applied == len(o.Selected) && len(o.Waiting) == 0) || v.stalled != "" {
 		st.ObservedGeneration = o.Generation
 	}
-	c := conditionSetter{conds: &st.Conditions, generation: o.Generation, now: o.Now}
+	c := Conditions{Into: &st.Conditions, Generation: o.Generation, Now: o.Now}
 	c.placed(o)
 	c.readerLease(o)
-	c.presentWhen(ConditionMoveBlocked, len(o.BlockedBy) > 0 && o.Terminated == nil, ReasonWaitingForDepartedCluster, moveBlockedMessage(o))
-	c.presentWhen(ConditionClusterIdentityChanged, len(o.Refused) > 0 && o.Terminated == nil, ReasonIdentityChanged, refusedMessage(o.Refused))
-	c.presentWhen(ConditionSharedSource, len(o.Held) > 0 && o.Terminated == nil, ReasonSourceShared, heldMessage(o.Held))
-	c.presentWhen(ConditionClustersDeregistered, len(o.Deregistered) > 0, ReasonDeregistered, fmt.Sprintf(
+	c.PresentWhen(ConditionMoveBlocked, len(o.BlockedBy) > 0 && o.Terminated == nil, ReasonWaitingForDepartedCluster, moveBlockedMessage(o))
+	c.PresentWhen(ConditionClusterIdentityChanged, len(o.Refused) > 0 && o.Terminated == nil, ReasonIdentityChanged, refusedMessage(o.Refused))
+	c.PresentWhen(ConditionSharedSource, len(o.Held) > 0 && o.Terminated == nil, ReasonSourceShared, heldMessage(o.Held))
+	c.PresentWhen(ConditionClustersDeregistered, len(o.Deregistered) > 0, ReasonDeregistered, fmt.Sprintf(
 		"may hold this pipeline's objects but left the cluster inventory: %s; the hub leaves them as they are until they are registered again (under any name) or confirmed gone with %s",
 		strings.Join(o.Deregistered, ", "), urutauv1alpha1.AnnotationConfirmGone))
 	c.summary(v)
@@ -234,7 +235,7 @@ func verdict(o Observation, s memberSummary) verdictOf {
 	case len(o.Waiting) > 0 || len(o.Removing) > 0:
 		msg := "removing from " + strings.Join(o.Removing, ", ")
 		if len(o.Removing) == 0 {
-			msg = "waiting for " + blockingMessage(o.Lease)
+			msg = "waiting for " + BlockingMessage(o.Lease)
 		}
 		if len(o.Waiting) > 0 {
 			msg += " before starting on " + strings.Join(o.Waiting, ", ")
@@ -246,66 +247,68 @@ func verdict(o Observation, s memberSummary) verdictOf {
 	return verdictOf{reason: ReasonReady, message: fmt.Sprintf("coordinator ready on %d/%d clusters", s.ready, len(o.Selected))}
 }
 
-// conditionSetter sets conditions with the observed generation and time.
-type conditionSetter struct {
-	conds      *[]metav1.Condition
-	generation int64
-	now        metav1.Time
+// Conditions sets conditions in Into with the observed generation and time.
+type Conditions struct {
+	Into       *[]metav1.Condition
+	Generation int64
+	Now        metav1.Time
 }
 
-func (c conditionSetter) set(t string, s metav1.ConditionStatus, reason, msg string) {
-	meta.SetStatusCondition(c.conds, metav1.Condition{
-		Type: t, Status: s, Reason: reason, Message: msg, ObservedGeneration: c.generation, LastTransitionTime: c.now,
+// Set sets condition t.
+func (c Conditions) Set(t string, s metav1.ConditionStatus, reason, msg string) {
+	meta.SetStatusCondition(c.Into, metav1.Condition{
+		Type: t, Status: s, Reason: reason, Message: msg, ObservedGeneration: c.Generation, LastTransitionTime: c.Now,
 	})
 }
 
-// presentWhen sets t True when on, and removes it otherwise.
-func (c conditionSetter) presentWhen(t string, on bool, reason, msg string) {
+// PresentWhen sets t True when on, and removes it otherwise.
+func (c Conditions) PresentWhen(t string, on bool, reason, msg string) {
 	if on {
-		c.set(t, metav1.ConditionTrue, reason, msg)
+		c.Set(t, metav1.ConditionTrue, reason, msg)
 		return
 	}
-	meta.RemoveStatusCondition(c.conds, t)
+	meta.RemoveStatusCondition(c.Into, t)
 }
 
-func (c conditionSetter) placed(o Observation) {
+func (c Conditions) placed(o Observation) {
 	unknown := ""
 	if len(o.Unknown) > 0 {
 		unknown = "; not in the cluster inventory: " + strings.Join(o.Unknown, ", ")
 	}
 	if len(o.Selected) == 0 {
-		c.set(urutauv1alpha1.ConditionPlaced, metav1.ConditionFalse, ReasonNoClustersSelected, "the placement selects no member cluster: the pipeline runs nowhere"+unknown)
+		c.Set(urutauv1alpha1.ConditionPlaced, metav1.ConditionFalse, ReasonNoClustersSelected, "the placement selects no member cluster: the pipeline runs nowhere"+unknown)
 		return
 	}
-	c.set(urutauv1alpha1.ConditionPlaced, metav1.ConditionTrue, ReasonPlaced, "placed on "+strings.Join(o.Selected, ", ")+unknown)
+	c.Set(urutauv1alpha1.ConditionPlaced, metav1.ConditionTrue, ReasonPlaced, "placed on "+strings.Join(o.Selected, ", ")+unknown)
 }
 
-func (c conditionSetter) readerLease(o Observation) {
+func (c Conditions) readerLease(o Observation) {
 	l := o.Lease
 	switch {
 	case !l.Known:
 	case l.HolderLive:
-		c.set(ConditionReaderLease, metav1.ConditionFalse, ReasonSourceInUse, leaseMessage(l))
+		c.Set(ConditionReaderLease, metav1.ConditionFalse, ReasonSourceInUse, leaseMessage(l))
 	case l.Holder != nil:
-		c.set(ConditionReaderLease, metav1.ConditionFalse, ReasonWaitingForReaders, leaseMessage(l))
+		c.Set(ConditionReaderLease, metav1.ConditionFalse, ReasonWaitingForReaders, leaseMessage(l))
 	case l.Source == nil:
-		c.set(ConditionReaderLease, metav1.ConditionTrue, ReasonLeaseHeld, fmt.Sprintf("the source has no reader identity; ReaderLease %s records where the pipeline runs", l.Name))
+		c.Set(ConditionReaderLease, metav1.ConditionTrue, ReasonLeaseHeld, fmt.Sprintf("the source has no reader identity; ReaderLease %s records where the pipeline runs", l.Name))
 	default:
-		c.set(ConditionReaderLease, metav1.ConditionTrue, ReasonLeaseHeld, fmt.Sprintf("holds ReaderLease %s: the only reader of %s", l.Name, describeSource(l.Source)))
+		c.Set(ConditionReaderLease, metav1.ConditionTrue, ReasonLeaseHeld, fmt.Sprintf("holds ReaderLease %s: the only reader of %s", l.Name, DescribeSource(l.Source)))
 	}
 }
 
-func (c conditionSetter) summary(v verdictOf) {
+func (c Conditions) summary(v verdictOf) {
 	status := metav1.ConditionFalse
 	if v.reason == ReasonReady {
 		status = metav1.ConditionTrue
 	}
-	c.set(urutauv1alpha1.ConditionReady, status, v.reason, v.message)
-	c.presentWhen(urutauv1alpha1.ConditionStalled, v.stalled != "", v.reason, v.stalled)
-	c.presentWhen(urutauv1alpha1.ConditionReconciling, v.reconciling != "", v.reason, v.reconciling)
+	c.Set(urutauv1alpha1.ConditionReady, status, v.reason, v.message)
+	c.PresentWhen(urutauv1alpha1.ConditionStalled, v.stalled != "", v.reason, v.stalled)
+	c.PresentWhen(urutauv1alpha1.ConditionReconciling, v.reconciling != "", v.reason, v.reconciling)
 }
 
-func describeSource(s *urutauv1alpha1.SourceIdentity) string {
+// DescribeSource names a source identity, as messages show it.
+func DescribeSource(s *urutauv1alpha1.SourceIdentity) string {
 	return fmt.Sprintf("%s %s %q", s.Kind, s.Field, s.Value)
 }
 
@@ -323,16 +326,16 @@ func leaseMessage(l LeaseView) string {
 			for _, e := range l.Blocking {
 				ms = append(ms, e.Cluster)
 			}
-			where = " on " + joinNames(ms)
+			where = " on " + strings.Join(sortedUnique(ms), ", ")
 		}
 		return fmt.Sprintf("%s is read by %s%s (ReaderLease %s): this pipeline starts nowhere until that one is deleted and its readers have stopped",
-			describeSource(l.Source), holder, where, l.Name)
+			DescribeSource(l.Source), holder, where, l.Name)
 	}
-	return fmt.Sprintf("waiting for %s before reading %s (ReaderLease %s)", blockingMessage(l), describeSource(l.Source), l.Name)
+	return fmt.Sprintf("waiting for %s before reading %s (ReaderLease %s)", BlockingMessage(l), DescribeSource(l.Source), l.Name)
 }
 
-// blockingMessage names the readers that must stop first.
-func blockingMessage(l LeaseView) string {
+// BlockingMessage names the readers that must stop first.
+func BlockingMessage(l LeaseView) string {
 	var parts []string
 	for _, e := range l.Blocking {
 		who := "a pipeline in another namespace"
@@ -354,7 +357,7 @@ func moveBlockedMessage(o Observation) string {
 
 func heldMessage(held map[string]string) string {
 	var parts []string
-	for _, m := range sortedKeys(held) {
+	for _, m := range slices.Sorted(maps.Keys(held)) {
 		parts = append(parts, fmt.Sprintf("cluster %s: %s", m, held[m]))
 	}
 	return strings.Join(parts, "; ")
@@ -362,15 +365,15 @@ func heldMessage(held map[string]string) string {
 
 func refusedMessage(refused map[string]string) string {
 	var parts []string
-	for _, m := range sortedKeys(refused) {
+	for _, m := range slices.Sorted(maps.Keys(refused)) {
 		parts = append(parts, refused[m])
 	}
 	return strings.Join(parts, "; ")
 }
 
-// computeClusters builds status.clusters sorted by name, keeping a member's lastTransitionTime
+// Clusters builds status.clusters sorted by name, keeping a member's lastTransitionTime
 // while its phase does not change and its observedGeneration when nothing new was applied.
-func computeClusters(prev []urutauv1alpha1.ClusterStatus, o Observation) []urutauv1alpha1.ClusterStatus {
+func Clusters(prev []urutauv1alpha1.ClusterStatus, o Observation) []urutauv1alpha1.ClusterStatus {
 	old := map[string]urutauv1alpha1.ClusterStatus{}
 	for _, c := range prev {
 		old[c.Name] = c
@@ -403,6 +406,14 @@ func computeClusters(prev []urutauv1alpha1.ClusterStatus, o Observation) []uruta
 	return out
 }
 
-// statusNow is a status timestamp; whole seconds, as the API server stores them, so a value
+// Now is a status timestamp; whole seconds, as the API server stores them, so a value
 // read back compares equal.
-func statusNow() metav1.Time { return metav1.Now().Rfc3339Copy() }
+func Now() metav1.Time { return metav1.Now().Rfc3339Copy() }
+
+// sortedUnique is s sorted without repeats; nil when empty, as status leaves it unset.
+func sortedUnique(s []string) []string {
+	if len(s) == 0 {
+		return nil
+	}
+	return sets.List(sets.New(s...))
+}
