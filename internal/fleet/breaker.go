@@ -7,10 +7,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/urutau-io/fleet/internal/status"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/urutau-io/fleet/internal/status"
 )
 
 // memberBreaker keeps a member that hangs from holding the reconciles that include it. A member

@@ -10,10 +10,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/urutau-io/fleet/internal/status"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
+
+	"github.com/urutau-io/fleet/internal/status"
 )
 
 func TestMemberBreakerSlow(t *testing.T) {

@@ -49,9 +49,7 @@ func (r *CoordinatorReconciler) reconcileDelete(ctx context.Context, p *urutauv1
 		r.tombstoned(p, left)
 		return ctrl.Result{}, r.removeFinalizer(ctx, p)
 	}
-	if err := r.showDeleting(ctx, p, left); err != nil {
-		return ctrl.Result{}, err
-	}
+	r.showDeleting(p, left)
 	after := min(r.WaitInterval, r.RetryInterval)
 	if rest := r.TombstoneGrace - elapsed; rest > 0 && rest < after {
 		after = rest
@@ -120,9 +118,8 @@ func (r *CoordinatorReconciler) tombstoned(p *urutauv1alpha1.CDCPipeline, left [
 	}
 }
 
-// showDeleting writes the status of a pipeline being deleted: what each member still holds.
-func (r *CoordinatorReconciler) showDeleting(ctx context.Context, p *urutauv1alpha1.CDCPipeline, left []leftEntry) error {
-	orig := p.DeepCopy()
+// showDeleting sets the status of a pipeline being deleted: what each member still holds.
+func (r *CoordinatorReconciler) showDeleting(p *urutauv1alpha1.CDCPipeline, left []leftEntry) {
 	var shown []status.MemberObservation
 	var inv []string
 	for _, e := range left {
@@ -135,7 +132,6 @@ func (r *CoordinatorReconciler) showDeleting(ctx context.Context, p *urutauv1alp
 	}
 	p.Status.Inventory = sortedUnique(inv)
 	p.Status.Clusters = status.Clusters(p.Status.Clusters, status.Observation{Now: status.Now(), Members: dedupByName(shown)})
-	return r.patchStatus(ctx, orig, p, false)
 }
 
 // removeFinalizer lets the CR go.

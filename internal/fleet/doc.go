@@ -8,14 +8,17 @@
 // Reconcile is a short list of phases, each a small function in its own file:
 //
 //	fetch            reconciler.go  read the CDCPipeline (gone: drop what is kept about it)
+//	prepare          reconciler.go  the finalizer, before anything is written to a member; clear a
+//	                                termination the spec moved past (a locked status write)
 //	reconcileDelete  delete.go      deletion first: empty every member a ReaderLease records,
 //	                                keep tombstones for those that do not answer in time
-//	ensureFinalizer  reconciler.go  before anything is written to a member
 //	observe          observe.go     inventory, placement, member identities, the reader lease
 //	gate             gate.go        terminated, invalid or source-changed: status only, no member write
 //	place            place.go       clean departed members, planLease (lease.go), write the lease
 //	applyAll         apply.go       the applies, concurrently, one applyJob per member
 //	report           report.go      status (internal/status), events (events.go), requeue
+//
+// The phases set the status in memory; reconcile writes it once, at the end, when it changed.
 //
 // Decisions are pure functions with table tests: placement.SelectMembers and
 // placement.OverrideFor (internal/placement), planLease and planRelease (lease.go), status.Compute

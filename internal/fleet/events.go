@@ -1,12 +1,9 @@
 package fleet
 
 import (
-	"strings"
-
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/sets"
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
 	"github.com/urutau-io/fleet/internal/status"
@@ -84,6 +81,3 @@ func (r *CoordinatorReconciler) event(p *urutauv1alpha1.CDCPipeline, eventType, 
 	}
 	r.Recorder.Eventf(p, nil, eventType, reason, action, note, args...)
 }
-
-// joinNames joins member names for messages.
-func joinNames(s []string) string { return strings.Join(sets.List(sets.New(s...)), ", ") }

@@ -13,41 +13,40 @@ import (
 	"github.com/urutau-io/fleet/internal/status"
 )
 
-// gate stops a reconcile that must write nothing to any member, and writes the status that says
+// gate stops a reconcile that must write nothing to any member, and sets the status that says
 // why: a termination in force (set by a person, or here for a spec that cannot render), or a
-// source identity that changed while another identity's lease still records the pipeline. A
-// termination the spec moved past is cleared, and the reconcile goes on.
-func (r *CoordinatorReconciler) gate(ctx context.Context, p *urutauv1alpha1.CDCPipeline, w *world) (stop bool, err error) {
-	if t := p.Status.Terminated; t != nil && t.ObservedGeneration != 0 && p.Generation > t.ObservedGeneration {
-		if err := r.clearTermination(ctx, p); err != nil {
-			return true, err
-		}
-	}
+// source identity that changed while another identity's lease still records the pipeline.
+func (r *CoordinatorReconciler) gate(p *urutauv1alpha1.CDCPipeline, w *world) (stop bool) {
 	terminal := p.Status.Terminated != nil || w.specErr != nil
 	if terminal && r.running.busy(client.ObjectKeyFromObject(p)) {
 		// Work an earlier reconcile started on a member (a slow member's apply or cleanup) is
 		// still in flight: acknowledging the termination now would promise no more member writes
 		// while it still writes. Its end brings the pipeline back (fanOutOptions.end).
-		return true, nil
+		return true
 	}
 	switch {
 	case p.Status.Terminated == nil && w.specErr != nil:
-		t := &urutauv1alpha1.Terminated{Reason: urutauv1alpha1.ReasonInvalidSpec, Message: w.specErr.Error()}
-		return true, r.terminate(ctx, p, w, t, EventInvalidSpec)
+		r.terminate(p, w, &urutauv1alpha1.Terminated{Reason: urutauv1alpha1.ReasonInvalidSpec, Message: w.specErr.Error()}, EventInvalidSpec)
 	case p.Status.Terminated != nil:
-		return true, r.showTerminated(ctx, p, p.DeepCopy(), w)
+		r.showTerminated(p, w)
 	case len(w.elsewhere) > 0:
-		return true, r.showSourceChanged(ctx, p, w)
+		r.showSourceChanged(p, w)
 	case p.Spec.Placement.Fenced && r.FenceImage == "":
-		return true, r.showNoFenceImage(ctx, p, w)
+		r.showNoFenceImage(p, w)
+	default:
+		return false
 	}
-	return false, nil
+	return true
 }
 
-// clearTermination removes a termination the spec moved past (the single-cluster operator's
-// rule, its issue #248).
-func (r *CoordinatorReconciler) clearTermination(ctx context.Context, p *urutauv1alpha1.CDCPipeline) error {
+// clearPassedTermination removes a termination the spec moved past (the single-cluster
+// operator's rule, its issue #248). It is the one status write outside a reconcile's own, and
+// locked: acting on a stale read here would clear a termination set since.
+func (r *CoordinatorReconciler) clearPassedTermination(ctx context.Context, p *urutauv1alpha1.CDCPipeline) error {
 	t := p.Status.Terminated
+	if t == nil || t.ObservedGeneration == 0 || p.Generation <= t.ObservedGeneration {
+		return nil
+	}
 	orig := p.DeepCopy()
 	p.Status.Terminated = nil
 	if err := r.patchStatus(ctx, orig, p, true); err != nil {
@@ -59,18 +58,16 @@ func (r *CoordinatorReconciler) clearTermination(ctx context.Context, p *urutauv
 }
 
 // terminate records a hub-side termination and reports it.
-func (r *CoordinatorReconciler) terminate(ctx context.Context, p *urutauv1alpha1.CDCPipeline, w *world, t *urutauv1alpha1.Terminated, reason string) error {
+func (r *CoordinatorReconciler) terminate(p *urutauv1alpha1.CDCPipeline, w *world, t *urutauv1alpha1.Terminated, reason string) {
 	t.At = nowRFC3339()
 	t.ObservedGeneration = p.Generation
 	r.event(p, corev1.EventTypeWarning, reason, "Reconcile", "%s", t.Message)
-	orig := p.DeepCopy()
 	p.Status.Terminated = t
-	return r.showTerminated(ctx, p, orig, w)
+	r.showTerminated(p, w)
 }
 
-// showTerminated writes the status of a terminated pipeline (hub writes only); orig is the
-// pipeline as read, for the status patch.
-func (r *CoordinatorReconciler) showTerminated(ctx context.Context, p, orig *urutauv1alpha1.CDCPipeline, w *world) error {
+// showTerminated sets the status of a terminated pipeline (hub writes only).
+func (r *CoordinatorReconciler) showTerminated(p *urutauv1alpha1.CDCPipeline, w *world) {
 	nt := p.Status.Terminated.DeepCopy()
 	if nt.ObservedGeneration == 0 {
 		// A person set it without a generation: it applies to the current one. Said once, when
@@ -83,30 +80,25 @@ func (r *CoordinatorReconciler) showTerminated(ctx context.Context, p, orig *uru
 		"terminated: the hub writes nothing here until status.terminated is removed or the spec changes")
 	obs.Terminated = nt
 	p.Status = status.Compute(p.Status, obs)
-	return r.patchStatus(ctx, orig, p, false)
 }
 
 // showSourceChanged stalls a pipeline whose reader identity changed while a lease of the old one
 // still records it: running the new identity next to the old one's readers would break the
 // one-reader rule, and the old readers were never stopped.
-func (r *CoordinatorReconciler) showSourceChanged(ctx context.Context, p *urutauv1alpha1.CDCPipeline, w *world) error {
-	orig := p.DeepCopy()
+func (r *CoordinatorReconciler) showSourceChanged(p *urutauv1alpha1.CDCPipeline, w *world) {
 	obs := r.frozenObservation(p, w, urutauv1alpha1.ClusterPending, "the source identity changed: nothing is applied until it is changed back")
 	obs.SourceChanged = fmt.Sprintf("the source's reader identity changed while ReaderLease(s) %s still record this pipeline's readers: change the source back, or create a new CDCPipeline for the new source and delete this one",
 		strings.Join(w.elsewhere, ", "))
 	p.Status = status.Compute(p.Status, obs)
-	return r.patchStatus(ctx, orig, p, false)
 }
 
 // showNoFenceImage stalls a fenced pipeline on a hub that has no --fence-image: its coordinator
 // cannot be rendered under the fence, and running it without would break the promise the fence
 // makes (a move away from an unreachable member completing by itself).
-func (r *CoordinatorReconciler) showNoFenceImage(ctx context.Context, p *urutauv1alpha1.CDCPipeline, w *world) error {
-	orig := p.DeepCopy()
+func (r *CoordinatorReconciler) showNoFenceImage(p *urutauv1alpha1.CDCPipeline, w *world) {
 	obs := r.frozenObservation(p, w, urutauv1alpha1.ClusterPending, "fenced, and the hub has no --fence-image: nothing is applied")
 	obs.HubMisconfigured = "spec.placement.fenced is true, but the hub runs without --fence-image (the image that holds /fence, the hub's own): nothing is applied until the hub is started with it, or the placement is no longer fenced"
 	p.Status = status.Compute(p.Status, obs)
-	return r.patchStatus(ctx, orig, p, false)
 }
 
 // frozenObservation shows every member the pipeline is placed on or recorded in with one phase

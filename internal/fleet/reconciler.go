@@ -189,25 +189,48 @@ func (r *CoordinatorReconciler) reconcile(ctx context.Context, req mcreconcile.R
 	if p == nil || err != nil {
 		return ctrl.Result{}, err
 	}
+	if err := r.prepare(ctx, p); err != nil {
+		return ctrl.Result{}, err
+	}
+	orig := p.DeepCopy()
+	res, err := r.phases(ctx, p)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	// The reconcile's one status write: what its phases set, when it changed (idle is quiet).
+	return res, r.patchStatus(ctx, orig, p, false)
+}
+
+// prepare makes the writes that come before the phases: the finalizer, before anything is
+// written to a member, and clearing a termination the spec moved past.
+func (r *CoordinatorReconciler) prepare(ctx context.Context, p *urutauv1alpha1.CDCPipeline) error {
 	if !p.DeletionTimestamp.IsZero() {
-		return r.reconcileDelete(ctx, p)
+		return nil
 	}
 	if err := r.ensureFinalizer(ctx, p); err != nil {
-		return ctrl.Result{}, err
+		return err
+	}
+	return r.clearPassedTermination(ctx, p)
+}
+
+// phases are the reconcile's work over p; they set its status, and reconcile writes it.
+func (r *CoordinatorReconciler) phases(ctx context.Context, p *urutauv1alpha1.CDCPipeline) (ctrl.Result, error) {
+	if !p.DeletionTimestamp.IsZero() {
+		return r.reconcileDelete(ctx, p)
 	}
 	w, err := r.observe(ctx, p)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if stop, err := r.gate(ctx, p, w); stop || err != nil {
-		return ctrl.Result{}, err
+	if r.gate(p, w) {
+		return ctrl.Result{}, nil
 	}
 	plan, err := r.place(ctx, p, w)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	results := r.applyAll(ctx, p, w, plan)
-	return r.report(ctx, p, w, plan, results)
+	return r.report(ctx, p, w, plan, results), nil
 }
 
 // fetch reads the pipeline; nil when it is gone (what is kept about it is dropped).

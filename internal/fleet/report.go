@@ -15,9 +15,9 @@ import (
 	"github.com/urutau-io/fleet/internal/tenancy"
 )
 
-// report writes what the reconcile found into the status (only when it changed), emits the
-// events of what changed, and says when to look again.
-func (r *CoordinatorReconciler) report(ctx context.Context, p *urutauv1alpha1.CDCPipeline, w *world, pl *placed, results map[string]memberResult) (ctrl.Result, error) {
+// report sets what the reconcile found in the status, emits the events of what changed, and
+// says when to look again.
+func (r *CoordinatorReconciler) report(ctx context.Context, p *urutauv1alpha1.CDCPipeline, w *world, pl *placed, results map[string]memberResult) ctrl.Result {
 	obs := observation(p, w, pl, results)
 	orig := p.DeepCopy()
 	p.Status = status.Compute(p.Status, obs)
@@ -28,14 +28,11 @@ func (r *CoordinatorReconciler) report(ctx context.Context, p *urutauv1alpha1.CD
 		}
 	}
 	r.emitEvents(p, orig, results, pl)
-	if err := r.patchStatus(ctx, orig, p, false); err != nil {
-		return ctrl.Result{}, err
-	}
 	if obs.Terminated != nil {
 		ctrl.LoggerFrom(ctx).Info("terminated", "reason", obs.Terminated.Reason, "cluster", obs.Terminated.Cluster)
-		return ctrl.Result{}, nil
+		return ctrl.Result{}
 	}
-	return ctrl.Result{RequeueAfter: r.nextLook(p, w, obs, pl, results)}, nil
+	return ctrl.Result{RequeueAfter: r.nextLook(p, w, obs, pl, results)}
 }
 
 // observation gathers what the status is computed from.
