@@ -12,6 +12,7 @@ import (
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
 	"github.com/urutau-io/fleet/internal/coordinator"
 	"github.com/urutau-io/fleet/internal/fleet"
+	"github.com/urutau-io/fleet/internal/ssa"
 )
 
 // runFloor is the floor: a plain controller-runtime client program that Server-Side Applies
@@ -58,7 +59,7 @@ func applyAll(ctx context.Context, c client.Client, p *urutauv1alpha1.CDCPipelin
 	if err != nil {
 		return err
 	}
-	manager := fleet.FieldManagerFor(fleet.DefaultFieldManager, member)
+	manager := ssa.FieldManagerFor(fleet.DefaultFieldManager, member)
 	for _, ac := range []runtime.ApplyConfiguration{
 		w.CoordinatorServiceAccount, w.WorkerServiceAccount, w.PodDisruptionBudget, w.Role,
 		w.RoleBinding, w.Service, w.ConfigMap, w.StatefulSet,

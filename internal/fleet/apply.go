@@ -15,6 +15,7 @@ import (
 	"github.com/urutau-io/fleet/internal/inventory"
 	"github.com/urutau-io/fleet/internal/placement"
 	"github.com/urutau-io/fleet/internal/spec"
+	"github.com/urutau-io/fleet/internal/ssa"
 	"github.com/urutau-io/fleet/internal/status"
 )
 
@@ -77,7 +78,7 @@ func (r *CoordinatorReconciler) applyOn(ctx context.Context, p *urutauv1alpha1.C
 	}
 	job := &applyJob{
 		p: p, conn: c, id: w.ids[m], settings: r.settingsFor(p, w.inventory[m], w.inline),
-		manager: FieldManagerFor(r.FieldManager, m), applier: &r.applier,
+		manager: ssa.FieldManagerFor(r.FieldManager, m), applier: &r.applier,
 		crossed:  func() { r.lookAgain.Store(client.ObjectKeyFromObject(p), true) },
 		boundary: w.boundary, hubNS: w.hubNS, member: w.inventory[m], leaseWritten: pl.wrote, leader: r.Leader,
 		cacheMayLag: r.Liveness.cacheMayLag(r.members.host(m), time.Now()),

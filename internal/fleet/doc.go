@@ -39,8 +39,8 @@
 //   - Terminal state (gate.go): no member write while status.terminated holds.
 //   - Isolation (fanout.go, breaker.go, apply.go): every member's work runs on its own, bounded by
 //     MemberTimeout; a hung member is not waited for, a failing one backs off alone.
-//   - Idle is quiet: no-op applies are skipped (ssa.go), echoes of our own writes are not
-//     reconciled (echo.go), the status is written only when it changed.
+//   - Idle is quiet: no-op applies are skipped (internal/ssa), echoes of our own writes are not
+//     reconciled (ssa.EchoFilter), the status is written only when it changed.
 //   - Fenced placements and failover (fencelease.go, failover.go, docs/failover.md): the hub
 //     renews a fence Lease per fenced placement; a move away from a member that does not answer
 //     completes once the fence's bound has passed since the last renewal that may have been
@@ -65,9 +65,9 @@
 //	runningWork     breaker.go   the work running per (pipeline, member): no second start there.
 //	memberBackoff   breaker.go   per (pipeline, member) retry schedule after an error the member
 //	                             answered with; the reconcile's RequeueAfter carries it.
-//	applier         ssa.go       per member object: the last applied bytes and resourceVersion,
-//	                             for the no-op check; echoes of our applies (echoFilter).
-//	hubEchoes,      echo.go      resourceVersions of our own writes to pipelines and leases:
+//	applier         internal/ssa per member object: the last applied bytes and resourceVersion,
+//	                             for the no-op check; echoes of our applies (ssa.EchoFilter).
+//	hubEchoes,      internal/ssa resourceVersions of our own writes to pipelines and leases:
 //	leaseEchoes                  their watch events are not reconciled; a foreign change that
 //	                             crossed a write sets lookAgain, which requeues at once, as
 //	                             does a change of others that a write's answer shows.

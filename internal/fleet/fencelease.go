@@ -19,6 +19,7 @@ import (
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
 	"github.com/urutau-io/fleet/internal/coordinator"
+	"github.com/urutau-io/fleet/internal/ssa"
 )
 
 // The hub's side of the fence (docs/failover.md). For each ReaderLease entry of a fenced
@@ -307,7 +308,7 @@ func (r *CoordinatorReconciler) renewFence(ctx context.Context, t fenceTarget) e
 	}
 	p := &urutauv1alpha1.CDCPipeline{ObjectMeta: metav1.ObjectMeta{Namespace: t.pipeline.Namespace, Name: t.pipeline.Name, UID: t.pipeline.UID}}
 	lease := coordinator.FenceLease(p, r.fence.cfg.ttl, metav1.NowMicro())
-	return c.cached.Apply(ctx, lease, client.FieldOwner(FieldManagerFor(r.FieldManager, t.member)), client.ForceOwnership)
+	return c.cached.Apply(ctx, lease, client.FieldOwner(ssa.FieldManagerFor(r.FieldManager, t.member)), client.ForceOwnership)
 }
 
 // fencedEntries are the entries with a fence when the hub starts leading, read live (the cache

@@ -80,17 +80,17 @@ func (r *CoordinatorReconciler) memberEventHandler(name multicluster.ClusterName
 	}
 	return handler.TypedFuncs[client.Object, mcreconcile.Request]{
 		CreateFunc: func(_ context.Context, e event.TypedCreateEvent[client.Object], q queue) {
-			if !r.applier.isEcho(member, e.Object) {
+			if !r.applier.IsEcho(member, e.Object) {
 				enqueue(q, e.Object)
 			}
 		},
 		UpdateFunc: func(_ context.Context, e event.TypedUpdateEvent[client.Object], q queue) {
-			if deletionStarted(e.ObjectOld, e.ObjectNew) || !r.applier.isEcho(member, e.ObjectNew) {
+			if deletionStarted(e.ObjectOld, e.ObjectNew) || !r.applier.IsEcho(member, e.ObjectNew) {
 				enqueue(q, e.ObjectOld, e.ObjectNew)
 			}
 		},
 		DeleteFunc: func(_ context.Context, e event.TypedDeleteEvent[client.Object], q queue) {
-			r.applier.forget(member, e.Object)
+			r.applier.Forget(member, e.Object)
 			enqueue(q, e.Object)
 		},
 		GenericFunc: func(_ context.Context, e event.TypedGenericEvent[client.Object], q queue) {
@@ -109,10 +109,10 @@ func (r *CoordinatorReconciler) memberEventHandler(name multicluster.ClusterName
 func (r *CoordinatorReconciler) notOurEcho() predicate.Predicate {
 	return predicate.Funcs{
 		UpdateFunc: func(e event.UpdateEvent) bool {
-			return othersChange(e.ObjectOld, e.ObjectNew) || !r.hubEchoes.isEcho(hubKey(e.ObjectNew), e.ObjectNew.GetResourceVersion())
+			return othersChange(e.ObjectOld, e.ObjectNew) || !r.hubEchoes.IsEcho(hubKey(e.ObjectNew), e.ObjectNew.GetResourceVersion())
 		},
 		DeleteFunc: func(e event.DeleteEvent) bool {
-			r.hubEchoes.forget(hubKey(e.Object))
+			r.hubEchoes.Forget(hubKey(e.Object))
 			return true
 		},
 	}
@@ -171,7 +171,7 @@ func (r *CoordinatorReconciler) inventoryEventHandler(multicluster.ClusterName, 
 // forgetMember drops every piece of state kept about member, which left the inventory.
 func (r *CoordinatorReconciler) forgetMember(member string) {
 	r.members.forget(member)
-	r.applier.forgetMember(member)
+	r.applier.ForgetMember(member)
 	r.health.forget(member)
 	ctx, cancel := context.WithTimeout(context.Background(), hubWriteTimeout)
 	defer cancel()
@@ -261,17 +261,17 @@ func (r *CoordinatorReconciler) leaseEventHandler(multicluster.ClusterName, clus
 	}
 	return handler.TypedFuncs[client.Object, mcreconcile.Request]{
 		CreateFunc: func(ctx context.Context, e event.TypedCreateEvent[client.Object], q queue) {
-			if !r.leaseEchoes.isEcho(hubKey(e.Object), e.Object.GetResourceVersion()) {
+			if !r.leaseEchoes.IsEcho(hubKey(e.Object), e.Object.GetResourceVersion()) {
 				enqueue(ctx, q, e.Object)
 			}
 		},
 		UpdateFunc: func(ctx context.Context, e event.TypedUpdateEvent[client.Object], q queue) {
-			if !r.leaseEchoes.isEcho(hubKey(e.ObjectNew), e.ObjectNew.GetResourceVersion()) {
+			if !r.leaseEchoes.IsEcho(hubKey(e.ObjectNew), e.ObjectNew.GetResourceVersion()) {
 				enqueue(ctx, q, e.ObjectNew)
 			}
 		},
 		DeleteFunc: func(ctx context.Context, e event.TypedDeleteEvent[client.Object], q queue) {
-			r.leaseEchoes.forget(hubKey(e.Object))
+			r.leaseEchoes.Forget(hubKey(e.Object))
 			enqueue(ctx, q, e.Object)
 		},
 	}

@@ -25,6 +25,7 @@ import (
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
 	"github.com/urutau-io/fleet/internal/coordinator"
 	"github.com/urutau-io/fleet/internal/fleet"
+	"github.com/urutau-io/fleet/internal/ssa"
 	"github.com/urutau-io/fleet/internal/tenancy"
 	"github.com/urutau-io/fleet/internal/testenv"
 )
@@ -172,7 +173,7 @@ func expectPlacedAs(g Gomega, ctx context.Context, m *testenv.Cluster, member st
 		"ConfigMap/" + name, "StatefulSet/" + name,
 	}
 	g.Expect(sortedKeys(objs)).To(ConsistOf(want), "objects in cluster %s", m.Name)
-	manager := fleet.FieldManagerFor(fleet.DefaultFieldManager, member)
+	manager := ssa.FieldManagerFor(fleet.DefaultFieldManager, member)
 	for k, o := range objs {
 		l := o.GetLabels()
 		g.Expect(l).To(HaveKeyWithValue(urutauv1alpha1.LabelHubNamespace, p.Namespace), k)

@@ -2,7 +2,6 @@ package fleet
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -14,9 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
-	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -24,6 +21,7 @@ import (
 	"github.com/urutau-io/fleet/internal/adopt"
 	"github.com/urutau-io/fleet/internal/coordinator"
 	"github.com/urutau-io/fleet/internal/inventory"
+	"github.com/urutau-io/fleet/internal/ssa"
 	"github.com/urutau-io/fleet/internal/status"
 	"github.com/urutau-io/fleet/internal/tenancy"
 )
@@ -77,7 +75,7 @@ type applyJob struct {
 	id       string
 	settings coordinator.Settings
 	manager  string
-	applier  *applier
+	applier  *ssa.Applier
 	// crossed is called when a change by someone else crossed one of the job's writes.
 	crossed func()
 	// mayCreateCoordinator confirms the pipeline (stillCurrent) and the reader lease
@@ -194,10 +192,10 @@ func (j *applyJob) mayHaveStaleScaledObjects(w *coordinator.Workload) bool {
 	}
 	if !placed {
 		// Nothing of the pipeline is there yet: nothing can be stale after this apply.
-		j.applier.recordPruned(j.conn.name, j.p.UID, scaledObjectSet(w))
+		j.applier.RecordPruned(j.conn.name, j.p.UID, scaledObjectSet(w))
 		return false
 	}
-	return !j.applier.prunedFor(j.conn.name, j.p.UID, scaledObjectSet(w))
+	return !j.applier.PrunedFor(j.conn.name, j.p.UID, scaledObjectSet(w))
 }
 
 // scaledObjectSet names the wanted ScaledObjects, as the prune record keeps them.
@@ -214,14 +212,14 @@ func (j *applyJob) applySupporting(ctx context.Context, res *memberResult, w *co
 	if !j.boundaryAllows(res, j.workerNamesFree(ctx, w)) {
 		return false
 	}
-	for _, build := range []func() (*applyRequest, error){
-		func() (*applyRequest, error) { return serviceAccountRequest(w.CoordinatorServiceAccount) },
-		func() (*applyRequest, error) { return serviceAccountRequest(w.WorkerServiceAccount) },
-		func() (*applyRequest, error) { return pdbRequest(w.PodDisruptionBudget) },
-		func() (*applyRequest, error) { return roleRequest(w.Role) },
-		func() (*applyRequest, error) { return roleBindingRequest(w.RoleBinding) },
-		func() (*applyRequest, error) { return serviceRequest(w.Service) },
-		func() (*applyRequest, error) { return configMapRequest(w.ConfigMap) },
+	for _, build := range []func() (*ssa.Request, error){
+		func() (*ssa.Request, error) { return ssa.ServiceAccount(w.CoordinatorServiceAccount) },
+		func() (*ssa.Request, error) { return ssa.ServiceAccount(w.WorkerServiceAccount) },
+		func() (*ssa.Request, error) { return ssa.PodDisruptionBudget(w.PodDisruptionBudget) },
+		func() (*ssa.Request, error) { return ssa.Role(w.Role) },
+		func() (*ssa.Request, error) { return ssa.RoleBinding(w.RoleBinding) },
+		func() (*ssa.Request, error) { return ssa.Service(w.Service) },
+		func() (*ssa.Request, error) { return ssa.ConfigMap(w.ConfigMap) },
 	} {
 		req, err := build()
 		if err == nil {
@@ -239,7 +237,7 @@ func (j *applyJob) applySupporting(ctx context.Context, res *memberResult, w *co
 // member cache tells whether there is one, so this costs no request when there is none.
 func (j *applyJob) applyNetworkPolicy(ctx context.Context, res *memberResult, w *coordinator.Workload) error {
 	if w.NetworkPolicy != nil {
-		req, err := networkPolicyRequest(w.NetworkPolicy)
+		req, err := ssa.NetworkPolicy(w.NetworkPolicy)
 		if err != nil {
 			return err
 		}
@@ -262,16 +260,16 @@ func (j *applyJob) applyNetworkPolicy(ctx context.Context, res *memberResult, w 
 }
 
 // apply applies one object (applier.apply) and counts the write.
-func (j *applyJob) apply(ctx context.Context, res *memberResult, req *applyRequest, cached client.Reader) error {
-	req.guard, req.cacheMayLag = j.guard, j.cacheMayLag
-	req.beforeWrite = func(ctx context.Context) error {
+func (j *applyJob) apply(ctx context.Context, res *memberResult, req *ssa.Request, cached client.Reader) error {
+	req.Guard, req.CacheMayLag = j.guard, j.cacheMayLag
+	req.BeforeWrite = func(ctx context.Context) error {
 		if err := j.nsCheck.check(ctx, j); err != nil {
 			return err
 		}
 		return j.leader.Fresh(time.Now())
 	}
-	wrote, err := j.applier.apply(ctx, cached, j.conn.live, j.conn.cached, j.conn.name, j.manager, req)
-	if req.crossed && j.crossed != nil {
+	wrote, err := j.applier.Apply(ctx, cached, j.conn.live, j.conn.cached, j.conn.name, j.manager, req)
+	if req.Crossed() && j.crossed != nil {
 		j.crossed()
 	}
 	if wrote {
@@ -360,20 +358,20 @@ func (j *applyJob) boundaryAllows(res *memberResult, err error) bool {
 // moved its generation past what its controller observed, so it reads not ready until that
 // controller's status update, whose watch event brings the hub back.
 func (j *applyJob) applyCoordinator(ctx context.Context, res *memberResult, w *coordinator.Workload) (*appsv1.StatefulSet, bool) {
-	req, err := statefulSetRequest(w.StatefulSet)
+	req, err := ssa.StatefulSet(w.StatefulSet)
 	if err != nil {
 		res.fail(err)
 		return nil, false
 	}
-	req.beforeCreate, req.confirmAbsent = j.mayCreateCoordinator, !j.leaseWritten
+	req.BeforeCreate, req.ConfirmAbsent = j.mayCreateCoordinator, !j.leaseWritten
 	before := res.wrote
 	if err := j.apply(ctx, res, req, j.conn.cached); !j.boundaryAllows(res, err) {
 		return nil, false
 	}
 	if res.wrote == before {
-		return req.live.(*appsv1.StatefulSet), true
+		return req.Live().(*appsv1.StatefulSet), true
 	}
-	current, err := req.appliedStatefulSet()
+	current, err := req.AppliedStatefulSet()
 	if err != nil {
 		res.fail(err)
 		return nil, false
@@ -389,7 +387,7 @@ func (j *applyJob) applyScaledObjects(ctx context.Context, w *coordinator.Worklo
 	want := sets.New[string]()
 	for _, so := range w.ScaledObjects {
 		want.Insert(so.Name)
-		req, err := unstructuredRequest("ScaledObject", so)
+		req, err := ssa.Unstructured("ScaledObject", so)
 		if err == nil {
 			err = j.apply(ctx, &res, req, j.conn.live)
 		}
@@ -416,7 +414,7 @@ func (j *applyJob) applyScaledObjects(ctx context.Context, w *coordinator.Worklo
 	if err != nil {
 		return "", res.wrote + pruned, fmt.Errorf("pruning ScaledObjects in cluster %q: %w", j.conn.name, err)
 	}
-	j.applier.recordPruned(j.conn.name, j.p.UID, scaledObjectSet(w))
+	j.applier.RecordPruned(j.conn.name, j.p.UID, scaledObjectSet(w))
 	return "", res.wrote + pruned, nil
 }
 
@@ -472,24 +470,6 @@ func coordinatorReady(sts *appsv1.StatefulSet) bool {
 		return false
 	}
 	return st.UpdateRevision == "" || st.CurrentRevision == "" || st.UpdateRevision == st.CurrentRevision
-}
-
-// appliedStatefulSet reads the API server's answer to a StatefulSet apply (the client fills the
-// apply configuration with it).
-func appliedStatefulSet(desired runtime.ApplyConfiguration) (*appsv1.StatefulSet, error) {
-	ac, ok := desired.(*appsv1ac.StatefulSetApplyConfiguration)
-	if !ok {
-		return nil, fmt.Errorf("internal error: StatefulSet apply configuration is a %T", desired)
-	}
-	b, err := json.Marshal(ac)
-	if err != nil {
-		return nil, fmt.Errorf("reading the applied StatefulSet: %w", err)
-	}
-	out := &appsv1.StatefulSet{}
-	if err := json.Unmarshal(b, out); err != nil {
-		return nil, fmt.Errorf("reading the applied StatefulSet: %w", err)
-	}
-	return out, nil
 }
 
 // kedaMissing tells whether err says the member serves no ScaledObjects. Where the client has not

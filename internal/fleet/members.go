@@ -17,6 +17,7 @@ import (
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
 	"github.com/urutau-io/fleet/internal/inventory"
+	"github.com/urutau-io/fleet/internal/ssa"
 )
 
 // memberConn is how the hub reaches one member cluster in one piece of work.
@@ -155,7 +156,7 @@ func (s *memberSet) clientsFor(member string, cl cluster.Cluster) (*memberConn, 
 	if err != nil {
 		return nil, fmt.Errorf("building a client for cluster %q: %w", member, err)
 	}
-	cached := newMemberClient(withCache, cfg, opts.HTTPClient, opts.Scheme, opts.Mapper)
+	cached := ssa.NewMemberClient(withCache, cfg, opts.HTTPClient, opts.Scheme, opts.Mapper)
 	if s.members == nil {
 		s.members = map[string]*memberEntry{}
 	}
@@ -310,6 +311,7 @@ func (s *memberSet) forget(member string) {
 	for _, v := range memberMetrics {
 		v.DeletePartialMatch(prometheus.Labels{memberLabel: member})
 	}
+	ssa.ForgetMemberSeries(member)
 }
 
 // clean empties, concurrently, the member each entry names when it can be reached as the cluster

@@ -29,14 +29,6 @@ var (
 		Name: "urutau_fleet_member_errors_total",
 		Help: "Member reconciles that failed, by member and kind of failure (unreachable, error).",
 	}, []string{memberLabel, "reason"})
-	applies = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "urutau_fleet_applies_total",
-		Help: "Server-Side Apply requests sent to members, by member and kind.",
-	}, []string{memberLabel, "kind"})
-	noopApplies = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "urutau_fleet_noop_applies_skipped_total",
-		Help: "Applies not sent because they would change nothing, by member and kind.",
-	}, []string{memberLabel, "kind"})
 	tombstonesWritten = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "urutau_fleet_tombstones_written_total",
 		Help: "Tombstones recorded: entries of deleted pipelines kept in a ReaderLease because a member could not be emptied in time.",
@@ -94,12 +86,12 @@ type deleterByLabels interface {
 
 // memberMetrics are the vectors with a cluster label, dropped for a member that leaves.
 var memberMetrics = []deleterByLabels{
-	memberDuration, memberErrors, applies, noopApplies, memberUp, memberEngaged, memberHeld,
+	memberDuration, memberErrors, memberUp, memberEngaged, memberHeld,
 	memberPipelines, memberPanics, orphans, memberCredentialsExpiry, strayPodsDeleted,
 }
 
 func init() {
-	metrics.Registry.MustRegister(memberDuration, memberErrors, applies, noopApplies, tombstonesWritten,
+	metrics.Registry.MustRegister(memberDuration, memberErrors, tombstonesWritten,
 		memberUp, memberEngaged, memberHeld, memberPipelines, memberPanics, orphans, tombstonesPending,
 		leaseWaits, pipelinesByReady, memberCredentialsExpiry, strayPodsDeleted)
 }

@@ -78,13 +78,13 @@ func (r *CoordinatorReconciler) place(ctx context.Context, p *urutauv1alpha1.CDC
 // its event would have.
 func (r *CoordinatorReconciler) writeLease(ctx context.Context, current, next *urutauv1alpha1.ReaderLease, write func(cur, next *urutauv1alpha1.ReaderLease) (*urutauv1alpha1.ReaderLease, error)) (*urutauv1alpha1.ReaderLease, error) {
 	key := r.leases.namespace + "/" + next.Name
-	r.leaseEchoes.begin(key)
+	r.leaseEchoes.Begin(key)
 	written, err := write(current, next)
 	rv := ""
 	if err == nil {
 		rv = written.ResourceVersion
 	}
-	if r.leaseEchoes.end(key, rv) {
+	if r.leaseEchoes.End(key, rv) {
 		r.requeue(r.pipelinesOfLease(ctx, next)...)
 	}
 	return written, err

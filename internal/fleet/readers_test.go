@@ -19,6 +19,7 @@ import (
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
 	"github.com/urutau-io/fleet/internal/coordinator"
 	"github.com/urutau-io/fleet/internal/fleet"
+	"github.com/urutau-io/fleet/internal/ssa"
 	"github.com/urutau-io/fleet/internal/testenv"
 	"github.com/urutau-io/fleet/test/gitops"
 )
@@ -165,7 +166,7 @@ var _ = Describe("Status readers and KEDA per member", func() {
 			for _, mf := range so.ManagedFields {
 				managers = append(managers, mf.Manager)
 			}
-			g.Expect(managers).To(ConsistOf(fleet.FieldManagerFor(fleet.DefaultFieldManager, "a")))
+			g.Expect(managers).To(ConsistOf(ssa.FieldManagerFor(fleet.DefaultFieldManager, "a")))
 
 			list = &kedav1alpha1.ScaledObjectList{}
 			g.Expect(members["b"].Client.List(ctx, list, client.InNamespace(ns))).To(Succeed())

@@ -22,6 +22,7 @@ import (
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
 	"github.com/urutau-io/fleet/internal/inventory"
+	"github.com/urutau-io/fleet/internal/ssa"
 	"github.com/urutau-io/fleet/internal/tenancy"
 )
 
@@ -138,7 +139,7 @@ type CoordinatorReconciler struct {
 
 	// The state that outlives one reconcile, all of it described in doc.go.
 	members memberSet
-	applier applier
+	applier ssa.Applier
 	leases  leaseStore
 	running runningWork
 	// queue is the controller's queue: work that ends late brings its pipeline back through it.
@@ -147,7 +148,7 @@ type CoordinatorReconciler struct {
 	wakeLease func(keys ...types.NamespacedName)
 	// hubEchoes and leaseEchoes filter the hub watch events of our own writes to pipelines and
 	// ReaderLeases (echoFilter).
-	hubEchoes, leaseEchoes echoFilter
+	hubEchoes, leaseEchoes ssa.EchoFilter
 	// health checks every member periodically (health.go); records publishes what it finds.
 	health  *healthMonitor
 	records healthRecords
@@ -239,7 +240,7 @@ func (r *CoordinatorReconciler) fetch(ctx context.Context, key types.NamespacedN
 	if err := r.Client.Get(ctx, key, p); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.members.backoff.forgetPipeline(key)
-			r.hubEchoes.forget(key.String())
+			r.hubEchoes.Forget(key.String())
 			return nil, nil
 		}
 		return nil, err
@@ -292,13 +293,13 @@ func (r *CoordinatorReconciler) requeue(keys ...types.NamespacedName) {
 func (r *CoordinatorReconciler) writeHub(p *urutauv1alpha1.CDCPipeline, write func() error) error {
 	key := hubKey(p)
 	sent := p.DeepCopy()
-	r.hubEchoes.begin(key)
+	r.hubEchoes.Begin(key)
 	err := write()
 	rv := ""
 	if err == nil {
 		rv = p.ResourceVersion
 	}
-	if r.hubEchoes.end(key, rv) || (err == nil && othersWrote(sent, p)) {
+	if r.hubEchoes.End(key, rv) || (err == nil && othersWrote(sent, p)) {
 		r.lookAgain.Store(client.ObjectKeyFromObject(p), true)
 	}
 	return err

@@ -74,7 +74,7 @@ func (r *CoordinatorReconciler) setDefaults(mgr mcmanager.Manager) {
 	r.members.mgr = mgr
 	r.members.refusals = r.Refusals
 	r.members.liveness = r.Liveness
-	r.applier.base = r.FieldManager
+	r.applier.Base = r.FieldManager
 	r.leases = leaseStore{client: r.Client, live: r.APIReader, namespace: r.LeaseNamespace, owner: r.FieldManager}
 	r.FenceTTL = orDefault(r.FenceTTL, DefaultFenceTTL)
 	r.FenceGrace = orDefault(r.FenceGrace, DefaultFenceGrace)

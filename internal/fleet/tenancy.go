@@ -20,6 +20,7 @@ import (
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
 	"github.com/urutau-io/fleet/internal/adopt"
 	"github.com/urutau-io/fleet/internal/coordinator"
+	"github.com/urutau-io/fleet/internal/ssa"
 	"github.com/urutau-io/fleet/internal/status"
 	"github.com/urutau-io/fleet/internal/tenancy"
 )
@@ -176,7 +177,7 @@ func (j *applyJob) stopCoordinator(ctx context.Context, res *memberResult, w *co
 	// Shallow copies: only replicas differs from what the renderer made.
 	stopped, spec := *w.StatefulSet, *w.StatefulSet.Spec
 	stopped.Spec = spec.WithReplicas(0)
-	req, err := statefulSetRequest(&stopped)
+	req, err := ssa.StatefulSet(&stopped)
 	if err == nil {
 		err = j.apply(ctx, res, req, j.conn.live)
 	}

@@ -29,6 +29,7 @@ import (
 	"github.com/urutau-io/fleet/internal/coordinator"
 	"github.com/urutau-io/fleet/internal/fleet"
 	"github.com/urutau-io/fleet/internal/localfleet"
+	"github.com/urutau-io/fleet/internal/ssa"
 	"github.com/urutau-io/fleet/internal/testenv"
 )
 
@@ -220,7 +221,7 @@ func expectNoOrphans(ctx context.Context, physs ...string) {
 // writer.
 func expectExactWorkload(ctx context.Context, ps []*urutauv1alpha1.CDCPipeline, member, phys string) {
 	GinkgoHelper()
-	want := fleet.FieldManagerFor(fleet.DefaultFieldManager, member)
+	want := ssa.FieldManagerFor(fleet.DefaultFieldManager, member)
 	Eventually(func(g Gomega) {
 		objs := hubObjects(ctx, g, phys)
 		for _, p := range ps {

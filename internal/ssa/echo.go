@@ -1,4 +1,4 @@
-package fleet
+package ssa
 
 import (
 	"slices"
@@ -10,7 +10,7 @@ import (
 // pipeline at most three times (finalizer, inventory, status), and each member object once.
 const echoesRemembered = 4
 
-// echoFilter recognises the watch events of our own writes, so that they do not bring the
+// EchoFilter recognises the watch events of our own writes, so that they do not bring the
 // pipeline back for a reconcile that would find nothing to do. An event is an echo when its
 // resourceVersion is one a write of ours returned. Two races make that check alone miss most
 // echoes, measured with hack/bench (1,280 of 1,600 member objects, and most hub writes, came back
@@ -23,8 +23,8 @@ const echoesRemembered = 4
 //     last.
 //
 // A held event that turns out not to be ours (a change by someone else that crossed our write)
-// is reported by end, and the reconcile that made the write runs again (lookAgain).
-type echoFilter struct {
+// is reported by End, and the caller has the object looked at again.
+type EchoFilter struct {
 	mu      sync.Mutex
 	written map[string][]string
 	held    map[string]*heldEvents
@@ -35,8 +35,8 @@ type heldEvents struct {
 	rvs    []string
 }
 
-// begin is called before a write to the object key.
-func (f *echoFilter) begin(key string) {
+// Begin is called before a write to the object key.
+func (f *EchoFilter) Begin(key string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.held == nil {
@@ -50,9 +50,9 @@ func (f *echoFilter) begin(key string) {
 	h.writes++
 }
 
-// end is called after the write begun on key returned, with the resourceVersion it answered
+// End is called after the write begun on key returned, with the resourceVersion it answered
 // ("" when it failed). It reports whether an event held meanwhile was not ours.
-func (f *echoFilter) end(key, rv string) (foreign bool) {
+func (f *EchoFilter) End(key, rv string) (foreign bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if rv != "" {
@@ -81,10 +81,10 @@ func (f *echoFilter) end(key, rv string) (foreign bool) {
 	return false
 }
 
-// isEcho is called by event handlers with the resourceVersion of the object an event carries. It
+// IsEcho is called by event handlers with the resourceVersion of the object an event carries. It
 // reports true for an echo of our writes, and for any event on an object we are writing at that
 // moment, which end then decides.
-func (f *echoFilter) isEcho(key, rv string) bool {
+func (f *EchoFilter) IsEcho(key, rv string) bool {
 	if rv == "" {
 		return false
 	}
@@ -100,15 +100,15 @@ func (f *echoFilter) isEcho(key, rv string) bool {
 	return false
 }
 
-// forget drops a deleted object.
-func (f *echoFilter) forget(key string) {
+// Forget drops a deleted object.
+func (f *EchoFilter) Forget(key string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	delete(f.written, key)
 }
 
-// forgetPrefix drops every object whose key starts with prefix (a member that left).
-func (f *echoFilter) forgetPrefix(prefix string) {
+// ForgetPrefix drops every object whose key starts with prefix (a member that left).
+func (f *EchoFilter) ForgetPrefix(prefix string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for k := range f.written {

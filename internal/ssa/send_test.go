@@ -1,4 +1,4 @@
-package fleet
+package ssa
 
 import (
 	"context"
@@ -44,8 +44,8 @@ func TestSendAppliesTheEncodedConfiguration(t *testing.T) {
 
 	mapper := meta.NewDefaultRESTMapper(nil)
 	mapper.Add(appsv1.SchemeGroupVersion.WithKind("StatefulSet"), meta.RESTScopeNamespace)
-	mc := newMemberClient(nil, &rest.Config{Host: srv.URL}, srv.Client(), clientgoscheme.Scheme, mapper)
-	req, err := statefulSetRequest(appsv1ac.StatefulSet("p-coordinator", "team-a").WithSpec(appsv1ac.StatefulSetSpec().WithReplicas(1)))
+	mc := NewMemberClient(nil, &rest.Config{Host: srv.URL}, srv.Client(), clientgoscheme.Scheme, mapper)
+	req, err := StatefulSet(appsv1ac.StatefulSet("p-coordinator", "team-a").WithSpec(appsv1ac.StatefulSetSpec().WithReplicas(1)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,15 +58,15 @@ func TestSendAppliesTheEncodedConfiguration(t *testing.T) {
 		got.query.Get("fieldManager") != "urutau-operator@a" || got.query.Get("force") != "true" || !strings.Contains(got.accept, "protobuf") {
 		t.Errorf("the member received %+v", got)
 	}
-	sts, err := req.appliedStatefulSet()
-	if err != nil || rv != "4711" || sts.Generation != 2 || !coordinatorReady(sts) {
+	sts, err := req.AppliedStatefulSet()
+	if err != nil || rv != "4711" || sts.Generation != 2 || sts.Status.ObservedGeneration != 2 || sts.Status.ReadyReplicas != 1 {
 		t.Errorf("answer: rv %q, %+v, %v", rv, sts, err)
 	}
 }
 
 // Any other writer (a fake client in unit tests) applies with client.Apply.
 func TestSendWithoutAMemberClient(t *testing.T) {
-	req, err := statefulSetRequest(appsv1ac.StatefulSet("p-coordinator", "team-a"))
+	req, err := StatefulSet(appsv1ac.StatefulSet("p-coordinator", "team-a"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,8 @@
-package fleet
+package ssa
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"sync"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/types"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -21,7 +23,7 @@ import (
 	"github.com/urutau-io/fleet/internal/membercache"
 )
 
-// memberClient is a member's client (memberConn.cached) that also sends a Server-Side Apply
+// MemberClient is a member's client (memberConn.cached) that also sends a Server-Side Apply
 // whose body the hub encoded already, and reads the answer as protobuf into a typed object.
 //
 // Why: client.Apply encodes the apply configuration again and decodes the answer, JSON, into
@@ -29,7 +31,7 @@ import (
 // and for the coordinator StatefulSet decoded it again to read its status. At 10x1000 the
 // applies were a third of the hub's CPU and JSON decoding a tenth (docs/benchmarks.md). The
 // request the member receives is the same: the same bytes, content type, field manager and force.
-type memberClient struct {
+type MemberClient struct {
 	client.Client
 	cfg        *rest.Config
 	httpClient *http.Client
@@ -47,11 +49,11 @@ type applyTarget struct {
 	namespaced bool
 }
 
-func newMemberClient(c client.Client, cfg *rest.Config, httpClient *http.Client, scheme *runtime.Scheme, mapper meta.RESTMapper) *memberClient {
-	return &memberClient{Client: c, cfg: cfg, httpClient: httpClient, codecs: serializer.NewCodecFactory(scheme), mapper: mapper}
+func NewMemberClient(c client.Client, cfg *rest.Config, httpClient *http.Client, scheme *runtime.Scheme, mapper meta.RESTMapper) *MemberClient {
+	return &MemberClient{Client: c, cfg: cfg, httpClient: httpClient, codecs: serializer.NewCodecFactory(scheme), mapper: mapper}
 }
 
-func (c *memberClient) target(gvk schema.GroupVersionKind) (applyTarget, error) {
+func (c *MemberClient) target(gvk schema.GroupVersionKind) (applyTarget, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if t, ok := c.targets[gvk]; ok {
@@ -76,7 +78,7 @@ func (c *memberClient) target(gvk schema.GroupVersionKind) (applyTarget, error) 
 
 // applyJSON Server-Side Applies body (an apply configuration of gvk, encoded) with force as
 // manager, and decodes the answer into into.
-func (c *memberClient) applyJSON(ctx context.Context, gvk schema.GroupVersionKind, key client.ObjectKey, body []byte, manager string, into runtime.Object) error {
+func (c *MemberClient) applyJSON(ctx context.Context, gvk schema.GroupVersionKind, key client.ObjectKey, body []byte, manager string, into runtime.Object) error {
 	t, err := c.target(gvk)
 	if err != nil {
 		return err
@@ -92,10 +94,10 @@ func (c *memberClient) applyJSON(ctx context.Context, gvk schema.GroupVersionKin
 }
 
 // send applies r with writer and returns the resourceVersion of the answer: through applyJSON
-// into r.answer when writer is a memberClient and r is of a typed kind, else with client.Apply,
+// into r.answer when writer is a MemberClient and r is of a typed kind, else with client.Apply,
 // which fills r.desired with the answer.
-func send(ctx context.Context, writer client.Client, manager string, r *applyRequest) (string, error) {
-	if mc, ok := writer.(*memberClient); ok && r.answer != nil {
+func send(ctx context.Context, writer client.Client, manager string, r *Request) (string, error) {
+	if mc, ok := writer.(*MemberClient); ok && r.answer != nil {
 		if err := mc.applyJSON(ctx, membercache.KindOf(r.answer).GVK(), r.key, r.desiredJSON, manager, r.answer); err != nil {
 			return "", err
 		}
@@ -108,8 +110,8 @@ func send(ctx context.Context, writer client.Client, manager string, r *applyReq
 	return resourceVersionOf(r.desired), nil
 }
 
-// appliedStatefulSet is the API server's answer to r, a StatefulSet apply that was sent.
-func (r *applyRequest) appliedStatefulSet() (*appsv1.StatefulSet, error) {
+// AppliedStatefulSet is the API server's answer to r, a StatefulSet apply that was sent.
+func (r *Request) AppliedStatefulSet() (*appsv1.StatefulSet, error) {
 	if sts, ok := r.answer.(*appsv1.StatefulSet); ok && r.answered {
 		return sts, nil
 	}
@@ -132,4 +134,22 @@ func objectKeyOf(ac any) (client.ObjectKey, error) {
 		return client.ObjectKey{}, fmt.Errorf("%T names no object", ac)
 	}
 	return client.ObjectKey{Namespace: ptr.Deref(named.GetNamespace(), ""), Name: *named.GetName()}, nil
+}
+
+// appliedStatefulSet reads the API server's answer to a StatefulSet apply (the client fills the
+// Apply configuration with it).
+func appliedStatefulSet(desired runtime.ApplyConfiguration) (*appsv1.StatefulSet, error) {
+	ac, ok := desired.(*appsv1ac.StatefulSetApplyConfiguration)
+	if !ok {
+		return nil, fmt.Errorf("internal error: StatefulSet apply configuration is a %T", desired)
+	}
+	b, err := json.Marshal(ac)
+	if err != nil {
+		return nil, fmt.Errorf("reading the applied StatefulSet: %w", err)
+	}
+	out := &appsv1.StatefulSet{}
+	if err := json.Unmarshal(b, out); err != nil {
+		return nil, fmt.Errorf("reading the applied StatefulSet: %w", err)
+	}
+	return out, nil
 }

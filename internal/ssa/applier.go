@@ -1,4 +1,4 @@
-package fleet
+package ssa
 
 import (
 	"bytes"
@@ -33,8 +33,8 @@ import (
 	"github.com/urutau-io/fleet/internal/membercache"
 )
 
-// applyRequest is one object to Server-Side Apply into a member.
-type applyRequest struct {
+// Request is one object to Server-Side Apply into a member.
+type Request struct {
 	// kind names the object in errors, logs and metrics.
 	kind string
 	// desired is the apply configuration (typed) or, for kinds without one, an
@@ -43,7 +43,7 @@ type applyRequest struct {
 	// desiredJSON is what desired serialises to before the apply; the no-op check compares it.
 	desiredJSON []byte
 	key         client.ObjectKey
-	// live is the object as last read (see applier.read); newLive makes an empty one of the kind.
+	// live is the object as last read (see Applier.read); newLive makes an empty one of the kind.
 	live    client.Object
 	newLive func() client.Object
 	// extract returns the fields manager owns in live, in the same shape as desired, as JSON.
@@ -57,31 +57,39 @@ type applyRequest struct {
 	// crossed is set by apply when a change by someone else reached the member watch while the
 	// apply was in flight: the pipeline must be reconciled again.
 	crossed bool
-	// beforeCreate, when set, is asked before the object is created (it was not in the cache, nor
+	// BeforeCreate, when set, is asked before the object is created (it was not in the cache, nor
 	// in the member when confirmAbsent), and before a write to an object only the cache showed,
 	// which an apply would create if the cache lags: an error stops the apply. The coordinator
 	// StatefulSet uses it to confirm the pipeline and the reader lease, since creating it starts a
 	// reader where none ran.
-	beforeCreate func(context.Context) error
-	// confirmAbsent reads the member before beforeCreate, so that a lagging cache does not have
-	// beforeCreate refuse an object that exists. Without it beforeCreate must be harmless for an
+	BeforeCreate func(context.Context) error
+	// ConfirmAbsent reads the member before beforeCreate, so that a lagging cache does not have
+	// BeforeCreate refuse an object that exists. Without it beforeCreate must be harmless for an
 	// object that exists, and a create costs no member read.
-	confirmAbsent bool
-	// cacheMayLag reads the object from the member itself, whatever the cache shows: the member's
-	// cache may lag (memberCacheRecovery). It may miss an object of someone else, which would be
-	// written over without the guard's check, or still show one deleted while the member was down,
-	// which would be taken as applied: a coordinator reported ready that no longer exists.
-	cacheMayLag bool
+	ConfirmAbsent bool
+	// CacheMayLag reads the object from the member itself, whatever the cache shows: the member's
+	// cache may lag (for a while after the member left a request unanswered). It may miss an
+	// object of someone else, which would be written over without the guard's check, or still
+	// show one deleted while the member was down, which would be taken as applied: a coordinator
+	// reported ready that no longer exists.
+	CacheMayLag bool
 	// answer receives the API server's answer to the apply, for the typed kinds (send); answered
 	// tells it does.
 	answer   client.Object
 	answered bool
-	// guard, when set, is asked before an existing object is written: an error (an object this
+	// Guard, when set, is asked before an existing object is written: an error (an object this
 	// pipeline does not own) stops the apply.
-	guard func(kind string, existing client.Object) error
-	// beforeWrite, when set, is asked before any write: an error stops the apply.
-	beforeWrite func(context.Context) error
+	Guard func(kind string, existing client.Object) error
+	// BeforeWrite, when set, is asked before any write: an error stops the apply.
+	BeforeWrite func(context.Context) error
 }
+
+// Crossed tells that a change by someone else reached the member watch while the apply was in
+// flight: the pipeline must be reconciled again.
+func (r *Request) Crossed() bool { return r.crossed }
+
+// Live is the object as last read, nil when it was not.
+func (r *Request) Live() client.Object { return r.live }
 
 // applyRecord remembers the last apply of an object: what we sent and the resourceVersion the
 // API server answered with.
@@ -90,7 +98,7 @@ type applyRecord struct {
 	resourceVersion string
 }
 
-// applier is the one Server-Side Apply entry point into members: field manager per member,
+// Applier is the one Server-Side Apply entry point into members: field manager per member,
 // force ownership, and no request at all when the apply would change nothing.
 //
 // A no-op is recognised two ways. First, the fields our manager owns in the live object
@@ -106,27 +114,27 @@ type applyRecord struct {
 // object we just created or updated may not have reached the cache yet), and only then written.
 // An object we never applied and the cache does not hold is applied at once: either it does not
 // exist, or it lacks our labels, and both need the apply.
-type applier struct {
-	// base is the base field manager: managers base@<other member> on an object are this hub's
+type Applier struct {
+	// Base is the base field manager: managers base@<other member> on an object are this hub's
 	// under another member name (a renamed inventory entry), released after our apply.
-	base string
+	Base string
 
 	mu   sync.Mutex
 	seen map[string]applyRecord
 	// pruned holds, per member and pipeline, the wanted ScaledObjects of the last prune there.
 	pruned map[string]string
-	// echoes recognises the member watch events of our applies (see echoFilter).
-	echoes echoFilter
+	// echoes recognises the member watch events of our applies (see EchoFilter).
+	echoes EchoFilter
 }
 
-func (a *applier) cacheKey(member, kind string, key client.ObjectKey) string {
+func (a *Applier) cacheKey(member, kind string, key client.ObjectKey) string {
 	return member + "\x00" + kind + "\x00" + key.String()
 }
 
-// apply reads the object through cached (confirming with live when needed, see applier and look)
+// Apply reads the object through cached (confirming with live when needed, see Applier and look)
 // and applies desired with writer unless that is a no-op. It reports whether it wrote; r.live
 // holds the object as read (empty when it was not found).
-func (a *applier) apply(ctx context.Context, cached, live client.Reader, writer client.Client, member, manager string, r *applyRequest) (bool, error) {
+func (a *Applier) Apply(ctx context.Context, cached, live client.Reader, writer client.Client, member, manager string, r *Request) (bool, error) {
 	hash := sha256.Sum256(r.desiredJSON)
 	found, fresh, err := a.look(ctx, cached, live, member, manager, r, hash)
 	if err != nil {
@@ -141,20 +149,20 @@ func (a *applier) apply(ctx context.Context, cached, live client.Reader, writer 
 	}
 	// An object only the cache shows may be gone from the member (a cache that lags): the apply
 	// would create it, so it is asked like a create.
-	if r.beforeCreate != nil && (!found || !fresh) {
-		if err := r.beforeCreate(ctx); err != nil {
+	if r.BeforeCreate != nil && (!found || !fresh) {
+		if err := r.BeforeCreate(ctx); err != nil {
 			return false, err
 		}
 	}
-	if r.beforeWrite != nil {
-		if err := r.beforeWrite(ctx); err != nil {
+	if r.BeforeWrite != nil {
+		if err := r.BeforeWrite(ctx); err != nil {
 			return false, err
 		}
 	}
 	key := a.cacheKey(member, r.kind, r.key)
-	a.echoes.begin(key)
+	a.echoes.Begin(key)
 	rv, err := send(ctx, writer, manager, r)
-	r.crossed = a.echoes.end(key, rv)
+	r.crossed = a.echoes.End(key, rv)
 	if err != nil {
 		return false, fmt.Errorf("applying %s %s to cluster %q: %w", r.kind, r.key, member, err)
 	}
@@ -172,8 +180,8 @@ func (a *applier) apply(ctx context.Context, cached, live client.Reader, writer 
 // renamed inventory entry) own in the object as read before our apply, so that one manager owns
 // the object: an apply of nothing under each such name, as Server-Side Apply's docs prescribe
 // for a transfer of ownership. Our apply, just made, already owns every field we want.
-func (a *applier) releaseOthers(ctx context.Context, writer client.Client, manager string, r *applyRequest) error {
-	if a.base == "" {
+func (a *Applier) releaseOthers(ctx context.Context, writer client.Client, manager string, r *Request) error {
+	if a.Base == "" {
 		return nil
 	}
 	var ident struct {
@@ -181,7 +189,7 @@ func (a *applier) releaseOthers(ctx context.Context, writer client.Client, manag
 		Kind       string `json:"kind"`
 	}
 	for _, mf := range r.live.GetManagedFields() {
-		if mf.Operation != metav1.ManagedFieldsOperationApply || mf.Subresource != "" || mf.Manager == manager || !strings.HasPrefix(mf.Manager, a.base+"@") {
+		if mf.Operation != metav1.ManagedFieldsOperationApply || mf.Subresource != "" || mf.Manager == manager || !strings.HasPrefix(mf.Manager, a.Base+"@") {
 			continue
 		}
 		if ident.Kind == "" {
@@ -205,11 +213,11 @@ func (a *applier) releaseOthers(ctx context.Context, writer client.Client, manag
 // cache may mislead: always while it may lag (cacheMayLag), a miss before beforeCreate
 // (confirmAbsent), and an object we applied with these bytes that the cache does not show as we
 // left it (our write may not have reached the cache yet).
-func (a *applier) look(ctx context.Context, cached, live client.Reader, member, manager string, r *applyRequest, hash [sha256.Size]byte) (found, fresh bool, err error) {
+func (a *Applier) look(ctx context.Context, cached, live client.Reader, member, manager string, r *Request, hash [sha256.Size]byte) (found, fresh bool, err error) {
 	if found, err = a.read(ctx, cached, member, r); err != nil {
 		return false, false, err
 	}
-	confirm := r.cacheMayLag || (!found && r.beforeCreate != nil && r.confirmAbsent)
+	confirm := r.CacheMayLag || (!found && r.BeforeCreate != nil && r.ConfirmAbsent)
 	if a.appliedBefore(member, r, hash) && (!found || !a.unchanged(member, manager, r, hash)) {
 		confirm = true
 	}
@@ -220,26 +228,26 @@ func (a *applier) look(ctx context.Context, cached, live client.Reader, member, 
 	return found, true, err
 }
 
-// guarded asks r.guard about an existing object and returns whether it still exists. A refusal
+// guarded asks r.Guard about an existing object and returns whether it still exists. A refusal
 // read from the cache is confirmed with the member first: a cache that lags (for up to a minute
-// after the member was down, see memberCacheRecovery) may still hold an object since deleted or
+// after the member was down) may still hold an object since deleted or
 // handed over, and refusing on it holds the pipeline back for nothing.
-func (a *applier) guarded(ctx context.Context, live client.Reader, member string, r *applyRequest, found, fresh bool) (bool, error) {
-	if !found || r.guard == nil {
+func (a *Applier) guarded(ctx context.Context, live client.Reader, member string, r *Request, found, fresh bool) (bool, error) {
+	if !found || r.Guard == nil {
 		return found, nil
 	}
-	err := r.guard(r.kind, r.live)
+	err := r.Guard(r.kind, r.live)
 	if err == nil || fresh {
 		return found, err
 	}
 	if found, err = a.read(ctx, live, member, r); err != nil || !found {
 		return found, err
 	}
-	return true, r.guard(r.kind, r.live)
+	return true, r.Guard(r.kind, r.live)
 }
 
 // read gets r.key into a fresh r.live; it reports whether the object exists.
-func (a *applier) read(ctx context.Context, reader client.Reader, member string, r *applyRequest) (bool, error) {
+func (a *Applier) read(ctx context.Context, reader client.Reader, member string, r *Request) (bool, error) {
 	r.live = r.newLive()
 	err := reader.Get(ctx, r.key, r.live)
 	switch {
@@ -251,7 +259,7 @@ func (a *applier) read(ctx context.Context, reader client.Reader, member string,
 	return true, nil
 }
 
-func (a *applier) unchanged(member, manager string, r *applyRequest, hash [sha256.Size]byte) bool {
+func (a *Applier) unchanged(member, manager string, r *Request, hash [sha256.Size]byte) bool {
 	a.mu.Lock()
 	rec, ok := a.seen[a.cacheKey(member, r.kind, r.key)]
 	a.mu.Unlock()
@@ -297,14 +305,14 @@ func holdsApplied(live client.Object, manager, hash string) bool {
 }
 
 // appliedBefore reports whether this process applied exactly these bytes to this object.
-func (a *applier) appliedBefore(member string, r *applyRequest, hash [sha256.Size]byte) bool {
+func (a *Applier) appliedBefore(member string, r *Request, hash [sha256.Size]byte) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	rec, ok := a.seen[a.cacheKey(member, r.kind, r.key)]
 	return ok && rec.desired == hash
 }
 
-func (a *applier) remember(member string, r *applyRequest, hash [sha256.Size]byte, rv string) {
+func (a *Applier) remember(member string, r *Request, hash [sha256.Size]byte, rv string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.seen == nil {
@@ -313,32 +321,32 @@ func (a *applier) remember(member string, r *applyRequest, hash [sha256.Size]byt
 	a.seen[a.cacheKey(member, r.kind, r.key)] = applyRecord{desired: hash, resourceVersion: rv}
 }
 
-// isEcho reports whether obj, seen in a member watch, is exactly the result of our last apply
+// IsEcho reports whether obj, seen in a member watch, is exactly the result of our last apply
 // to it: reconciling it again would find nothing to do. (The coordinator StatefulSet's readiness
 // is read from the apply's answer, see applyMember; a status update by its controller is another
 // resourceVersion, so not an echo.)
-func (a *applier) isEcho(member string, obj client.Object) bool {
+func (a *Applier) IsEcho(member string, obj client.Object) bool {
 	kind := kindOf(obj)
 	if kind == "" {
 		return false
 	}
-	return a.echoes.isEcho(a.cacheKey(member, kind, client.ObjectKeyFromObject(obj)), obj.GetResourceVersion())
+	return a.echoes.IsEcho(a.cacheKey(member, kind, client.ObjectKeyFromObject(obj)), obj.GetResourceVersion())
 }
 
-// forget drops what is remembered of a deleted member object.
-func (a *applier) forget(member string, obj client.Object) {
+// Forget drops what is remembered of a deleted member object.
+func (a *Applier) Forget(member string, obj client.Object) {
 	kind := kindOf(obj)
 	if kind == "" {
 		return
 	}
 	key := a.cacheKey(member, kind, client.ObjectKeyFromObject(obj))
-	a.echoes.forget(key)
+	a.echoes.Forget(key)
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	delete(a.seen, key)
 }
 
-// kindOf names the kinds the member watches deliver, as applyRequest.kind does.
+// kindOf names the kinds the member watches deliver, as Request.kind does.
 func kindOf(obj client.Object) string {
 	return membercache.KindOf(obj).GVK().Kind
 }
@@ -365,7 +373,7 @@ func resourceVersionOf(ac runtime.ApplyConfiguration) string {
 // content (AnnotationAppliedHash, see contentHash), and its JSON is taken now, before the apply
 // fills it with the answer.
 func newApplyRequest[T client.Object, AC runtime.ApplyConfiguration](kind string, desired AC, annotate func(map[string]string) AC,
-	newLive func() T, extract func(T, string) (AC, error)) (*applyRequest, error) {
+	newLive func() T, extract func(T, string) (AC, error)) (*Request, error) {
 	plain, err := json.Marshal(desired)
 	if err != nil {
 		return nil, fmt.Errorf("marshalling %s: %w", kind, err)
@@ -380,7 +388,7 @@ func newApplyRequest[T client.Object, AC runtime.ApplyConfiguration](kind string
 	if err != nil {
 		return nil, fmt.Errorf("reading the name of %s: %w", kind, err)
 	}
-	return &applyRequest{
+	return &Request{
 		kind:        kind,
 		desired:     desired,
 		desiredJSON: b,
@@ -409,35 +417,35 @@ func contentHash(applyJSON []byte) string {
 
 // The typed requests, one per kind the renderer produces. Each extract is client-go's.
 
-func serviceAccountRequest(ac *corev1ac.ServiceAccountApplyConfiguration) (*applyRequest, error) {
+func ServiceAccount(ac *corev1ac.ServiceAccountApplyConfiguration) (*Request, error) {
 	return newApplyRequest("ServiceAccount", ac, ac.WithAnnotations, func() *corev1.ServiceAccount { return &corev1.ServiceAccount{} }, corev1ac.ExtractServiceAccount)
 }
 
-func pdbRequest(ac *policyv1ac.PodDisruptionBudgetApplyConfiguration) (*applyRequest, error) {
+func PodDisruptionBudget(ac *policyv1ac.PodDisruptionBudgetApplyConfiguration) (*Request, error) {
 	return newApplyRequest("PodDisruptionBudget", ac, ac.WithAnnotations, func() *policyv1.PodDisruptionBudget { return &policyv1.PodDisruptionBudget{} }, policyv1ac.ExtractPodDisruptionBudget)
 }
 
-func roleRequest(ac *rbacv1ac.RoleApplyConfiguration) (*applyRequest, error) {
+func Role(ac *rbacv1ac.RoleApplyConfiguration) (*Request, error) {
 	return newApplyRequest("Role", ac, ac.WithAnnotations, func() *rbacv1.Role { return &rbacv1.Role{} }, rbacv1ac.ExtractRole)
 }
 
-func roleBindingRequest(ac *rbacv1ac.RoleBindingApplyConfiguration) (*applyRequest, error) {
+func RoleBinding(ac *rbacv1ac.RoleBindingApplyConfiguration) (*Request, error) {
 	return newApplyRequest("RoleBinding", ac, ac.WithAnnotations, func() *rbacv1.RoleBinding { return &rbacv1.RoleBinding{} }, rbacv1ac.ExtractRoleBinding)
 }
 
-func serviceRequest(ac *corev1ac.ServiceApplyConfiguration) (*applyRequest, error) {
+func Service(ac *corev1ac.ServiceApplyConfiguration) (*Request, error) {
 	return newApplyRequest("Service", ac, ac.WithAnnotations, func() *corev1.Service { return &corev1.Service{} }, corev1ac.ExtractService)
 }
 
-func configMapRequest(ac *corev1ac.ConfigMapApplyConfiguration) (*applyRequest, error) {
+func ConfigMap(ac *corev1ac.ConfigMapApplyConfiguration) (*Request, error) {
 	return newApplyRequest("ConfigMap", ac, ac.WithAnnotations, func() *corev1.ConfigMap { return &corev1.ConfigMap{} }, corev1ac.ExtractConfigMap)
 }
 
-func networkPolicyRequest(ac *networkingv1ac.NetworkPolicyApplyConfiguration) (*applyRequest, error) {
+func NetworkPolicy(ac *networkingv1ac.NetworkPolicyApplyConfiguration) (*Request, error) {
 	return newApplyRequest("NetworkPolicy", ac, ac.WithAnnotations, func() *networkingv1.NetworkPolicy { return &networkingv1.NetworkPolicy{} }, networkingv1ac.ExtractNetworkPolicy)
 }
 
-func statefulSetRequest(ac *appsv1ac.StatefulSetApplyConfiguration) (*applyRequest, error) {
+func StatefulSet(ac *appsv1ac.StatefulSetApplyConfiguration) (*Request, error) {
 	r, err := newApplyRequest("StatefulSet", ac, ac.WithAnnotations, func() *appsv1.StatefulSet { return &appsv1.StatefulSet{} }, appsv1ac.ExtractStatefulSet)
 	if err != nil || ac.Spec == nil || ac.Spec.Replicas == nil {
 		return r, err
@@ -450,7 +458,7 @@ func statefulSetRequest(ac *appsv1ac.StatefulSetApplyConfiguration) (*applyReque
 	return r, nil
 }
 
-// unstructuredRequest prepares an object of a kind without a typed apply configuration (KEDA's
+// Unstructured prepares an object of a kind without a typed apply configuration (KEDA's
 // ScaledObject). The typed object is converted to unstructured without status and
 // creationTimestamp, the zero values a typed struct would otherwise send as "set"; every other
 // field of the KEDA spec we render is a pointer or omitempty, so nothing else is sent that we
@@ -460,7 +468,7 @@ func statefulSetRequest(ac *appsv1ac.StatefulSetApplyConfiguration) (*applyReque
 // client has no OpenAPI model of the CRD): maps are walked, lists are atomic, which matches how
 // the CRD's structural schema stores the lists we set (triggers). Any shape the deduction gets
 // wrong only costs a no-op apply, which the resourceVersion record then suppresses.
-func unstructuredRequest(kind string, obj runtime.Object) (*applyRequest, error) {
+func Unstructured(kind string, obj runtime.Object) (*Request, error) {
 	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 	if err != nil {
 		return nil, fmt.Errorf("converting %s to unstructured: %w", kind, err)
@@ -491,7 +499,7 @@ func unstructuredRequest(kind string, obj runtime.Object) (*applyRequest, error)
 		live.SetGroupVersionKind(gvk)
 		return live
 	}
-	return &applyRequest{
+	return &Request{
 		kind:        kind,
 		desired:     client.ApplyConfigurationFromUnstructured(u),
 		desiredJSON: b,
@@ -546,16 +554,16 @@ func extractUnstructured(live *unstructured.Unstructured, manager string) (map[s
 	return out, nil
 }
 
-// prunedFor tells whether this process pruned pipeline uid's ScaledObjects in member with
+// PrunedFor tells whether this process pruned pipeline uid's ScaledObjects in member with
 // exactly this wanted set.
-func (a *applier) prunedFor(member string, uid types.UID, wanted string) bool {
+func (a *Applier) PrunedFor(member string, uid types.UID, wanted string) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	got, ok := a.pruned[member+"\x00"+string(uid)]
 	return ok && got == wanted
 }
 
-func (a *applier) recordPruned(member string, uid types.UID, wanted string) {
+func (a *Applier) RecordPruned(member string, uid types.UID, wanted string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.pruned == nil {
@@ -564,8 +572,8 @@ func (a *applier) recordPruned(member string, uid types.UID, wanted string) {
 	a.pruned[member+"\x00"+string(uid)] = wanted
 }
 
-// forgetMember drops what is remembered of every object of member, which left the inventory.
-func (a *applier) forgetMember(member string) {
+// ForgetMember drops what is remembered of every object of member, which left the inventory.
+func (a *Applier) ForgetMember(member string) {
 	prefix := member + "\x00"
 	a.mu.Lock()
 	for k := range a.seen {
@@ -579,5 +587,5 @@ func (a *applier) forgetMember(member string) {
 		}
 	}
 	a.mu.Unlock()
-	a.echoes.forgetPrefix(prefix)
+	a.echoes.ForgetPrefix(prefix)
 }
