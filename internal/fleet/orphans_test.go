@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -130,5 +131,28 @@ func TestStrayOf(t *testing.T) {
 				t.Errorf("strayOf = %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// A member's scan starts at most once per interval and never while one runs, whatever state the
+// scanner starts from (a scanner whose last scans are known but that runs none yet included).
+func TestOrphanScanDue(t *testing.T) {
+	t0 := time.Date(2026, 12, 4, 6, 0, 0, 0, time.UTC)
+	o := &orphanScanner{interval: time.Minute, last: map[string]time.Time{"b": t0}}
+	if !o.dueAt("a", t0) {
+		t.Fatal("a member never scanned is not due")
+	}
+	if o.dueAt("a", t0.Add(2*time.Minute)) {
+		t.Error("a second scan started while the first runs")
+	}
+	o.finished("a")
+	if o.dueAt("a", t0.Add(30*time.Second)) {
+		t.Error("a scan started within the interval of the last")
+	}
+	if !o.dueAt("a", t0.Add(time.Minute)) {
+		t.Error("a scan not due once the interval passed")
+	}
+	if o.dueAt("b", t0.Add(time.Second)) || !o.dueAt("b", t0.Add(time.Minute)) {
+		t.Error("the last scan of b was not counted")
 	}
 }
