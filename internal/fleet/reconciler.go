@@ -198,8 +198,14 @@ func (r *CoordinatorReconciler) reconcile(ctx context.Context, req mcreconcile.R
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	if !p.DeletionTimestamp.IsZero() && !controllerutil.ContainsFinalizer(p, urutauv1alpha1.Finalizer) {
+		return res, nil // the pipeline is gone, or about to be: there is no status to write
+	}
 	// The reconcile's one status write: what its phases set, when it changed (idle is quiet).
-	return res, r.patchStatus(ctx, orig, p, false)
+	if err := r.patchStatus(ctx, orig, p, false); err != nil {
+		return ctrl.Result{}, err
+	}
+	return res, nil
 }
 
 // prepare makes the writes that come before the phases: the finalizer, before anything is

@@ -1,9 +1,11 @@
 package ssa
 
 import (
+	"reflect"
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
@@ -35,8 +37,9 @@ func TestAppliedStatefulSet(t *testing.T) {
 		if got.Generation != tc.gen || got.Status.ReadyReplicas != 1 || got.ResourceVersion != "42" {
 			t.Errorf("%s: read %+v, want generation %d, 1 ready replica, resourceVersion 42", tc.name, got.ObjectMeta, tc.gen)
 		}
-		if got.Status.ObservedGeneration != tc.obs {
-			t.Errorf("%s: observedGeneration %d, want %d", tc.name, got.Status.ObservedGeneration, tc.obs)
+		want := appsv1.StatefulSetStatus{ObservedGeneration: tc.obs, Replicas: 1, ReadyReplicas: 1, UpdatedReplicas: 1, CurrentRevision: "r1", UpdateRevision: "r1"}
+		if !reflect.DeepEqual(got.Status, want) {
+			t.Errorf("%s: status read back %+v, want %+v (readiness reads every field)", tc.name, got.Status, want)
 		}
 	}
 	if _, err := appliedStatefulSet(appsv1ac.Deployment("d", "ns")); err == nil {
