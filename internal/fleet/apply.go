@@ -88,7 +88,7 @@ func (r *CoordinatorReconciler) applyOn(ctx context.Context, p *urutauv1alpha1.C
 		if err := r.stillCurrent(ctx, p); err != nil || pl.wrote {
 			return err
 		}
-		return r.leases.mayCreateCoordinator(ctx, w.leaseName, p.UID, m, w.ids[m])
+		return r.leases.MayCreateCoordinator(ctx, w.leaseName, p.UID, m, w.ids[m])
 	}
 	res := job.run(ctx)
 	if res.timedOut {

@@ -13,6 +13,7 @@ import (
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
 	"github.com/urutau-io/fleet/internal/inventory"
+	"github.com/urutau-io/fleet/internal/lease"
 	"github.com/urutau-io/fleet/internal/status"
 )
 
@@ -61,22 +62,22 @@ func (r *CoordinatorReconciler) reconcileDelete(ctx context.Context, p *urutauv1
 // left. It returns the entries left.
 func (r *CoordinatorReconciler) release(ctx context.Context, p *urutauv1alpha1.CDCPipeline, l *urutauv1alpha1.ReaderLease, members []inventory.Member, expired bool) ([]urutauv1alpha1.LeaseMember, error) {
 	states := r.members.clean(ctx, r.fanOutOptions(pipelineWakeKey(p), "clean"), ownEntries(l, p.UID), members, r.markTimedOut)
-	d := planRelease(releaseInput{
+	d := lease.PlanRelease(lease.ReleaseInput{
 		Self: p.UID, Current: l, Observed: states, Expired: expired, Now: metav1.Now().Rfc3339Copy(),
 		Reason: fmt.Sprintf("CDCPipeline %s/%s was deleted while this cluster could not be emptied within %s", p.Namespace, p.Name, r.TombstoneGrace),
 	})
 	for _, e := range ownEntries(l, p.UID) {
-		if states[keyOf(e)] == DepartedEmpty {
+		if states[lease.KeyOf(e)] == lease.Empty {
 			r.event(p, corev1.EventTypeNormal, EventRemoved, "Delete", "removed from cluster %q", e.Cluster)
 		}
 	}
 	var err error
 	switch {
 	case d.Delete:
-		err = r.leases.remove(ctx, l)
+		err = r.leases.Remove(ctx, l)
 	case d.Changed:
 		_, err = r.writeLease(ctx, l, d.Lease, func(cur, next *urutauv1alpha1.ReaderLease) (*urutauv1alpha1.ReaderLease, error) {
-			return r.leases.write(ctx, cur, next)
+			return r.leases.Write(ctx, cur, next)
 		})
 	}
 	return d.Left, err
@@ -85,11 +86,11 @@ func (r *CoordinatorReconciler) release(ctx context.Context, p *urutauv1alpha1.C
 // leasesOfDeleted lists the leases that record p: from the cache, and its own lease read from
 // the API server, which a cache that lags behind a write just made may not show yet.
 func (r *CoordinatorReconciler) leasesOfDeleted(ctx context.Context, p *urutauv1alpha1.CDCPipeline) ([]urutauv1alpha1.ReaderLease, error) {
-	cached, err := r.leases.of(ctx, p.UID)
+	cached, err := r.leases.Of(ctx, p.UID)
 	if err != nil {
 		return nil, err
 	}
-	own, err := r.leases.getLive(ctx, LeaseName(sourceIdentity(parseInline(p)), p.UID))
+	own, err := r.leases.GetLive(ctx, lease.Name(sourceIdentity(parseInline(p)), p.UID))
 	if err != nil || own == nil || !recordsPipeline(own, p.UID) {
 		return cached, err
 	}
@@ -114,7 +115,7 @@ func (r *CoordinatorReconciler) tombstoned(p *urutauv1alpha1.CDCPipeline, left [
 		tombstonesWritten.Inc()
 		r.event(p, corev1.EventTypeWarning, EventTombstoned, "Delete",
 			"cluster %q not emptied within %s: its entry in ReaderLease %s/%s stays as a tombstone and empties it when it answers",
-			e.Cluster, r.TombstoneGrace, r.leases.namespace, e.lease)
+			e.Cluster, r.TombstoneGrace, r.leases.Namespace, e.lease)
 	}
 }
 

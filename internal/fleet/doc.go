@@ -14,24 +14,24 @@
 //	                                keep tombstones for those that do not answer in time
 //	observe          observe.go     inventory, placement, member identities, the reader lease
 //	gate             gate.go        terminated, invalid or source-changed: status only, no member write
-//	place            place.go       clean departed members, planLease (lease.go), write the lease
+//	place            place.go       clean departed members, lease.Plan (internal/lease), write the lease
 //	applyAll         apply.go       the applies, concurrently, one applyJob per member
 //	report           report.go      status (internal/status), events (events.go), requeue
 //
 // The phases set the status in memory; reconcile writes it once, at the end, when it changed.
 //
 // Decisions are pure functions with table tests: placement.SelectMembers and
-// placement.OverrideFor (internal/placement), planLease and planRelease (lease.go), status.Compute
+// placement.OverrideFor (internal/placement), lease.Plan and lease.PlanRelease (internal/lease), status.Compute
 // (internal/status). Only the phases that read or write take a client.
 //
 // # The fleet rules, and where they live
 //
-//   - One reader per source identity (lease.go, leasestore.go): a ReaderLease per identity,
+//   - One reader per source identity (internal/lease): a ReaderLease per identity,
 //     written with optimistic concurrency before a coordinator starts anywhere; an entry leaves
 //     Active only when its member answered that no reader pod is left (member_clean.go counts
 //     pods, terminating ones included) or a person confirmed it gone. Creating a coordinator
 //     StatefulSet without having written the lease in the same reconcile takes a quorum read
-//     first (leaseStore.mayCreateCoordinator), and every creation first confirms, with a quorum
+//     first (lease.Store.mayCreateCoordinator), and every creation first confirms, with a quorum
 //     read, that no newer change of the pipeline overtook the apply (stillCurrent).
 //   - Deletion precedence (delete.go, leasecontroller.go): the finalizer empties every member the
 //     lease records; entries left after TombstoneGrace are tombstones, replayed by the

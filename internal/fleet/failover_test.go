@@ -11,10 +11,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/sets"
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
 	"github.com/urutau-io/fleet/internal/inventory"
+	"github.com/urutau-io/fleet/internal/lease"
 )
 
 func TestFailoverCandidates(t *testing.T) {
@@ -114,78 +114,6 @@ func TestFailoverStatus(t *testing.T) {
 	}
 }
 
-// The fence in the lease: recorded on the entries a fenced placement runs on, verified when the
-// entry starts now, no longer renewing on a member left, and a departed entry whose bound passed
-// turns Gone although its member never answered.
-func TestPlanLeaseFence(t *testing.T) {
-	active := urutauv1alpha1.LeaseMemberActive
-	fence := &urutauv1alpha1.LeaseMemberFence{BoundSeconds: 45}
-	fenced := func(e urutauv1alpha1.LeaseMember, verified, renewing bool) urutauv1alpha1.LeaseMember {
-		e.Fence = &urutauv1alpha1.LeaseMemberFence{BoundSeconds: 60, Verified: verified, Renewing: renewing}
-		return e
-	}
-	keyA := entryKey{cluster: "a", clusterID: "id-a", pipeline: selfP.UID}
-
-	t.Run("a new entry is verified and renewing", func(t *testing.T) {
-		d := planLease(leaseInput{Self: selfP, Namespace: "shop", Source: src, Targets: targets("a"), Fence: fence, Now: t0})
-		e := d.Lease.Spec.Members[0]
-		if e.Fence == nil || !e.Fence.Verified || !e.Fence.Renewing || e.Fence.BoundSeconds != 45 {
-			t.Fatalf("fence %+v", e.Fence)
-		}
-	})
-	t.Run("an entry running unfenced is not verified until its pods are", func(t *testing.T) {
-		cur := lease(selfP, entry(selfP, "a", active))
-		d := planLease(leaseInput{Self: selfP, Namespace: "shop", Source: src, Current: cur, Targets: targets("a"), Fence: fence, Now: t0})
-		if f := d.Lease.Spec.Members[0].Fence; f == nil || f.Verified || !d.Changed {
-			t.Fatalf("fence %+v, changed %v", f, d.Changed)
-		}
-		d = planLease(leaseInput{Self: selfP, Namespace: "shop", Source: src, Current: cur, Targets: targets("a"), Fence: fence, FenceVerified: sets.New("a"), Now: t0})
-		if f := d.Lease.Spec.Members[0].Fence; f == nil || !f.Verified {
-			t.Fatalf("fence %+v after the pods were found fenced", f)
-		}
-	})
-	t.Run("the bound never shrinks while the entry runs", func(t *testing.T) {
-		cur := lease(selfP, fenced(entry(selfP, "a", active), true, true))
-		d := planLease(leaseInput{Self: selfP, Namespace: "shop", Source: src, Current: cur, Targets: targets("a"), Fence: fence, Now: t0})
-		if f := d.Lease.Spec.Members[0].Fence; f.BoundSeconds != 60 || d.Changed {
-			t.Fatalf("fence %+v, changed %v", f, d.Changed)
-		}
-	})
-	t.Run("unfenced again: the fence goes from the entries it runs on", func(t *testing.T) {
-		cur := lease(selfP, fenced(entry(selfP, "a", active), true, true))
-		d := planLease(leaseInput{Self: selfP, Namespace: "shop", Source: src, Current: cur, Targets: targets("a"), Now: t0})
-		if f := d.Lease.Spec.Members[0].Fence; f != nil {
-			t.Fatalf("fence %+v", f)
-		}
-	})
-	t.Run("moving away from an unreachable member: waits, then the bound completes it", func(t *testing.T) {
-		cur := lease(selfP, fenced(entry(selfP, "a", active), true, true))
-		in := leaseInput{Self: selfP, Namespace: "shop", Source: src, Current: cur, Targets: targets("b"), Fence: fence,
-			Observed: observed("a", DepartedUnreachable), Now: t0}
-		d := planLease(in)
-		if d.Wait == nil || d.Run != nil || states(d.Lease) != "p@a=Active" || d.Lease.Spec.Members[0].Fence.Renewing {
-			t.Fatalf("before the bound: run %v wait %v entries %s fence %+v", d.Run, d.Wait, states(d.Lease), d.Lease.Spec.Members[0].Fence)
-		}
-		in.FenceDrained = map[entryKey]string{keyA: "fenced: bound passed"}
-		d = planLease(in)
-		if strings.Join(d.Run, " ") != "b" || strings.Join(d.Fenced, " ") != "a" || states(d.Lease) != "p@a=Gone p@b=Active" {
-			t.Fatalf("after the bound: run %v fenced %v entries %s", d.Run, d.Fenced, states(d.Lease))
-		}
-		if d.Lease.Spec.Members[0].Reason != "fenced: bound passed" {
-			t.Fatalf("reason %q", d.Lease.Spec.Members[0].Reason)
-		}
-	})
-	t.Run("an unverified fence does not complete a move by itself", func(t *testing.T) {
-		cur := lease(selfP, fenced(entry(selfP, "a", active), false, true))
-		// prepareFence gives no FenceDrained for an unverified entry; planLease keeps waiting.
-		d := planLease(leaseInput{Self: selfP, Namespace: "shop", Source: src, Current: cur, Targets: targets("b"), Fence: fence,
-			Observed: observed("a", DepartedUnreachable), Now: t0})
-		if d.Run != nil || states(d.Lease) != "p@a=Active" {
-			t.Fatalf("run %v entries %s", d.Run, states(d.Lease))
-		}
-	})
-}
-
 // The hub's bound: from the last acknowledged renewal, or memberWriteLanding after one that got
 // no answer; never while it renews; a record first seen counts as renewed memberWriteLanding
 // from then.
@@ -204,10 +132,10 @@ func TestFenceRenewerBound(t *testing.T) {
 	first := now
 	renew := func(err error) {
 		f.mu.Lock()
-		f.records[keyOf(e)].inflight = now
+		f.records[lease.KeyOf(e)].inflight = now
 		f.mu.Unlock()
 		f.renew = func(context.Context, fenceTarget) error { return err }
-		f.renewOne(t.Context(), keyOf(e))
+		f.renewOne(t.Context(), lease.KeyOf(e))
 	}
 	now = now.Add(80 * time.Second)
 	renew(nil) // acknowledged at now
@@ -236,7 +164,7 @@ func TestFenceRenewerBound(t *testing.T) {
 	}
 	// A renewal in flight when the hub stops counts as one that gets no answer.
 	f.mu.Lock()
-	f.records[keyOf(e)].inflight = now
+	f.records[lease.KeyOf(e)].inflight = now
 	f.mu.Unlock()
 	if at, _ := f.drainedAt(e); !at.Equal(now.Add(memberWriteLanding).Add(bound)) {
 		t.Fatalf("with a renewal in flight drainedAt = %v", at)
@@ -277,7 +205,7 @@ func TestFenceRenewerAdopt(t *testing.T) {
 	old := entry(selfP, "a", urutauv1alpha1.LeaseMemberActive)
 	old.Fence = &urutauv1alpha1.LeaseMemberFence{BoundSeconds: 30, Verified: true, Renewing: true}
 	f.adopt([]urutauv1alpha1.LeaseMember{old})
-	if !f.records[keyOf(old)].renewing {
+	if !f.records[lease.KeyOf(old)].renewing {
 		t.Fatal("an Active, Renewing entry is not renewed after the hub starts leading")
 	}
 	f.release(old)

@@ -19,6 +19,7 @@ import (
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
 	"github.com/urutau-io/fleet/internal/coordinator"
+	"github.com/urutau-io/fleet/internal/lease"
 	"github.com/urutau-io/fleet/internal/ssa"
 )
 
@@ -114,19 +115,19 @@ type fenceRenewer struct {
 	now       func() time.Time
 
 	mu      sync.Mutex
-	records map[entryKey]*fenceRecord
+	records map[lease.Key]*fenceRecord
 	// bootstrapped: the leases were read; records first seen from then on start with no renewal.
 	bootstrapped bool
 	kick         chan struct{}
 }
 
 func newFenceRenewer(cfg fenceConfig) *fenceRenewer {
-	return &fenceRenewer{cfg: cfg, now: time.Now, records: map[entryKey]*fenceRecord{}, kick: make(chan struct{}, 1)}
+	return &fenceRenewer{cfg: cfg, now: time.Now, records: map[lease.Key]*fenceRecord{}, kick: make(chan struct{}, 1)}
 }
 
 // record returns the record of k; one made before the leases were read counts as renewed until
 // memberWriteLanding from now.
-func (f *fenceRenewer) record(k entryKey, t fenceTarget) *fenceRecord {
+func (f *fenceRenewer) record(k lease.Key, t fenceTarget) *fenceRecord {
 	rec := f.records[k]
 	if rec == nil {
 		rec = &fenceRecord{target: t}
@@ -145,7 +146,7 @@ func (f *fenceRenewer) adopt(entries []urutauv1alpha1.LeaseMember) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, e := range entries {
-		rec := f.record(keyOf(e), targetOf(e))
+		rec := f.record(lease.KeyOf(e), targetOf(e))
 		rec.landed = latest(rec.landed, f.now().Add(memberWriteLanding))
 		if e.State == urutauv1alpha1.LeaseMemberActive && e.Fence.Renewing {
 			rec.renewing = true
@@ -158,7 +159,7 @@ func (f *fenceRenewer) adopt(entries []urutauv1alpha1.LeaseMember) {
 // then every cfg.every().
 func (f *fenceRenewer) hold(e urutauv1alpha1.LeaseMember) {
 	f.mu.Lock()
-	rec := f.record(keyOf(e), targetOf(e))
+	rec := f.record(lease.KeyOf(e), targetOf(e))
 	was := rec.renewing
 	rec.renewing, rec.target = true, targetOf(e)
 	f.mu.Unlock()
@@ -176,7 +177,7 @@ func (f *fenceRenewer) hold(e urutauv1alpha1.LeaseMember) {
 func (f *fenceRenewer) release(e urutauv1alpha1.LeaseMember) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.record(keyOf(e), targetOf(e)).renewing = false
+	f.record(lease.KeyOf(e), targetOf(e)).renewing = false
 }
 
 // drainedAt is when no coordinator of entry e can run any more, by the fence alone: the bound
@@ -185,7 +186,7 @@ func (f *fenceRenewer) release(e urutauv1alpha1.LeaseMember) {
 func (f *fenceRenewer) drainedAt(e urutauv1alpha1.LeaseMember) (at time.Time, ok bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	rec := f.record(keyOf(e), targetOf(e))
+	rec := f.record(lease.KeyOf(e), targetOf(e))
 	if rec.renewing || e.Fence == nil {
 		return time.Time{}, false
 	}
@@ -194,7 +195,7 @@ func (f *fenceRenewer) drainedAt(e urutauv1alpha1.LeaseMember) (at time.Time, ok
 }
 
 // forget drops what is kept about an entry that no longer exists.
-func (f *fenceRenewer) forget(k entryKey) {
+func (f *fenceRenewer) forget(k lease.Key) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if rec := f.records[k]; rec != nil && !rec.renewing && rec.inflight.IsZero() {
@@ -234,7 +235,7 @@ func (f *fenceRenewer) NeedLeaderElection() bool { return true }
 // members known not to answer and those whose last renewal is still in flight.
 func (f *fenceRenewer) round(ctx context.Context) {
 	f.mu.Lock()
-	var due []entryKey
+	var due []lease.Key
 	for k, rec := range f.records {
 		if rec.renewing && rec.inflight.IsZero() && (f.down == nil || !f.down(rec.target.member)) {
 			rec.inflight = f.now()
@@ -248,7 +249,7 @@ func (f *fenceRenewer) round(ctx context.Context) {
 }
 
 // renewOne sends the renewal marked in flight for k and records how it ended.
-func (f *fenceRenewer) renewOne(ctx context.Context, k entryKey) {
+func (f *fenceRenewer) renewOne(ctx context.Context, k lease.Key) {
 	f.mu.Lock()
 	rec := f.records[k]
 	t, sent := rec.target, rec.inflight
@@ -307,8 +308,8 @@ func (r *CoordinatorReconciler) renewFence(ctx context.Context, t fenceTarget) e
 		return fmt.Errorf("%w: %w", errRenewalNotSent, err)
 	}
 	p := &urutauv1alpha1.CDCPipeline{ObjectMeta: metav1.ObjectMeta{Namespace: t.pipeline.Namespace, Name: t.pipeline.Name, UID: t.pipeline.UID}}
-	lease := coordinator.FenceLease(p, r.fence.cfg.ttl, metav1.NowMicro())
-	return c.cached.Apply(ctx, lease, client.FieldOwner(ssa.FieldManagerFor(r.FieldManager, t.member)), client.ForceOwnership)
+	fl := coordinator.FenceLease(p, r.fence.cfg.ttl, metav1.NowMicro())
+	return c.cached.Apply(ctx, fl, client.FieldOwner(ssa.FieldManagerFor(r.FieldManager, t.member)), client.ForceOwnership)
 }
 
 // fencedEntries are the entries with a fence when the hub starts leading, read live (the cache
@@ -334,24 +335,24 @@ func (f *fenceRenewer) stopRenewing(uid types.UID) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for k, rec := range f.records {
-		if k.pipeline == uid {
+		if k.Pipeline == uid {
 			rec.renewing = false
 		}
 	}
 }
 
-// fenceInputs is what place needs of the fence before planLease decides.
+// fenceInputs is what place needs of the fence before lease.Plan decides.
 type fenceInputs struct {
 	fence    *urutauv1alpha1.LeaseMemberFence
 	verified sets.Set[string]
-	drained  map[entryKey]string
+	drained  map[lease.Key]string
 }
 
 // prepareFence stops the renewals of every member the pipeline left (before anything is decided
 // from them), tells which departed members the fence has drained (their bound passed) and until
 // when the others wait (in departed), and checks the pods of targets whose fence is not verified.
-func (r *CoordinatorReconciler) prepareFence(ctx context.Context, p *urutauv1alpha1.CDCPipeline, current *urutauv1alpha1.ReaderLease, targets map[string]string, departed map[entryKey]departedResult) fenceInputs {
-	in := fenceInputs{verified: sets.New[string](), drained: map[entryKey]string{}}
+func (r *CoordinatorReconciler) prepareFence(ctx context.Context, p *urutauv1alpha1.CDCPipeline, current *urutauv1alpha1.ReaderLease, targets map[string]string, departed map[lease.Key]departedResult) fenceInputs {
+	in := fenceInputs{verified: sets.New[string](), drained: map[lease.Key]string{}}
 	if p.Spec.Placement.Fenced {
 		in.fence = &urutauv1alpha1.LeaseMemberFence{BoundSeconds: int32(r.fence.cfg.bound() / time.Second)}
 	}
@@ -364,18 +365,18 @@ func (r *CoordinatorReconciler) prepareFence(ctx context.Context, p *urutauv1alp
 			continue
 		}
 		r.fence.release(e)
-		d, ok := departed[keyOf(e)]
-		if !ok || d.state != DepartedUnreachable || e.State != urutauv1alpha1.LeaseMemberActive || e.Fence == nil || !e.Fence.Verified {
+		d, ok := departed[lease.KeyOf(e)]
+		if !ok || d.state != lease.Unreachable || e.State != urutauv1alpha1.LeaseMemberActive || e.Fence == nil || !e.Fence.Verified {
 			continue
 		}
 		at, ok := r.fence.drainedAt(e)
 		switch {
 		case !ok:
 		case !now.Before(at):
-			in.drained[keyOf(e)] = fmt.Sprintf("fenced: the hub stopped renewing its fence Lease, and the fence's bound (%ds) plus %s has passed since the last renewal that may have been written: no coordinator of the pipeline runs there", e.Fence.BoundSeconds, r.fence.cfg.margin)
+			in.drained[lease.KeyOf(e)] = fmt.Sprintf("fenced: the hub stopped renewing its fence Lease, and the fence's bound (%ds) plus %s has passed since the last renewal that may have been written: no coordinator of the pipeline runs there", e.Fence.BoundSeconds, r.fence.cfg.margin)
 		default:
 			d.fencedUntil = at
-			departed[keyOf(e)] = d
+			departed[lease.KeyOf(e)] = d
 		}
 	}
 	return in
@@ -383,14 +384,14 @@ func (r *CoordinatorReconciler) prepareFence(ctx context.Context, p *urutauv1alp
 
 // afterLeaseWritten has the renewer renew the fence Leases of the members the pipeline runs on
 // under a fenced placement, as the lease now records, and forget those of entries that are gone.
-func (r *CoordinatorReconciler) afterLeaseWritten(p *urutauv1alpha1.CDCPipeline, l *urutauv1alpha1.ReaderLease, d leaseDecision) {
+func (r *CoordinatorReconciler) afterLeaseWritten(p *urutauv1alpha1.CDCPipeline, l *urutauv1alpha1.ReaderLease, d lease.Decision) {
 	run := sets.New(d.Run...)
 	for _, e := range ownEntries(l, p.UID) {
 		switch {
 		case e.State == urutauv1alpha1.LeaseMemberActive && run.Has(e.Cluster) && e.Fence != nil && e.Fence.Renewing:
 			r.fence.hold(e)
 		case e.State == urutauv1alpha1.LeaseMemberGone:
-			r.fence.forget(keyOf(e))
+			r.fence.forget(lease.KeyOf(e))
 		}
 	}
 }

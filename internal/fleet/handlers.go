@@ -236,7 +236,7 @@ func (r *CoordinatorReconciler) pipelinesOn(ctx context.Context, member string) 
 func (r *CoordinatorReconciler) leasedOn(ctx context.Context, member string) sets.Set[types.UID] {
 	out := sets.New[types.UID]()
 	list := &urutauv1alpha1.ReaderLeaseList{}
-	if err := r.Client.List(ctx, list, client.InNamespace(r.leases.namespace)); err != nil {
+	if err := r.Client.List(ctx, list, client.InNamespace(r.leases.Namespace)); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "listing ReaderLeases with entries on a member", "cluster", member)
 		return out
 	}

@@ -16,6 +16,7 @@ import (
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
+	"github.com/urutau-io/fleet/internal/lease"
 )
 
 // Which pipelines a change of an inventory entry brings back.
@@ -32,11 +33,11 @@ func TestInventoryEventHandler(t *testing.T) {
 	// anything is applied, records it there yet.
 	applying := pipeline("applying-on-m")
 	applying.SetUID("uid-applying")
-	lease := &urutauv1alpha1.ReaderLease{ObjectMeta: metav1.ObjectMeta{Namespace: "urutau-system", Name: "mysql-1101"},
+	rl := &urutauv1alpha1.ReaderLease{ObjectMeta: metav1.ObjectMeta{Namespace: "urutau-system", Name: "mysql-1101"},
 		Spec: urutauv1alpha1.ReaderLeaseSpec{Members: []urutauv1alpha1.LeaseMember{{Cluster: "m", ClusterID: "id-m",
 			PipelineUID: "uid-applying", PipelineNamespace: "cdc", PipelineName: "applying-on-m", State: urutauv1alpha1.LeaseMemberActive}}}}
-	r := &CoordinatorReconciler{health: &healthMonitor{}, leases: leaseStore{namespace: "urutau-system"}, Client: fake.NewClientBuilder().WithScheme(scheme).
-		WithObjects(pipeline("on-m", "a", "m"), pipeline("elsewhere", "a"), pipeline("nowhere"), applying, lease).
+	r := &CoordinatorReconciler{health: &healthMonitor{}, leases: lease.Store{Namespace: "urutau-system"}, Client: fake.NewClientBuilder().WithScheme(scheme).
+		WithObjects(pipeline("on-m", "a", "m"), pipeline("elsewhere", "a"), pipeline("nowhere"), applying, rl).
 		WithStatusSubresource(&urutauv1alpha1.CDCPipeline{}).Build()}
 	h := r.inventoryEventHandler("", nil)
 

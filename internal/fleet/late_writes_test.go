@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/urutau-io/fleet/internal/lease"
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -47,9 +48,9 @@ func TestLateWritesAreFenced(t *testing.T) {
 			if fenced != tc.fenced {
 				t.Fatalf("writeMayLand = %v, want %v", fenced, tc.fenced)
 			}
-			empty := departedResult{state: DepartedEmpty}
+			empty := departedResult{state: lease.Empty}
 			got := fenceLateWrites(empty, "m", l, "https://m", time.Now())
-			if (got.state == DepartedHolding) != tc.fenced {
+			if (got.state == lease.Holding) != tc.fenced {
 				t.Fatalf("a member found empty counts as %v, fenced %v", got.state, tc.fenced)
 			}
 			if !tc.fenced {
@@ -58,10 +59,10 @@ func TestLateWritesAreFenced(t *testing.T) {
 			if until.Before(sent.Add(memberWriteLanding)) {
 				t.Errorf("fenced until %s, want at least %s after the write was sent", until, memberWriteLanding)
 			}
-			if after := fenceLateWrites(empty, "m", l, "https://m", until); after.state != DepartedEmpty {
+			if after := fenceLateWrites(empty, "m", l, "https://m", until); after.state != lease.Empty {
 				t.Errorf("still fenced at %s", until)
 			}
-			if holding := fenceLateWrites(departedResult{state: DepartedUnreachable}, "m", l, "https://m", time.Now()); holding.state != DepartedUnreachable {
+			if holding := fenceLateWrites(departedResult{state: lease.Unreachable}, "m", l, "https://m", time.Now()); holding.state != lease.Unreachable {
 				t.Errorf("an unreachable member changed state: %v", holding.state)
 			}
 		})
@@ -97,7 +98,7 @@ func TestStatefulSetDeletedThisPassStillCounts(t *testing.T) {
 	if err := deleteListed(t.Context(), c, list, "cdc", &res); err != nil {
 		t.Fatal(err)
 	}
-	if res.deleted != 1 || res.readers != 1 || res.state() != DepartedHolding {
+	if res.deleted != 1 || res.readers != 1 || res.state() != lease.Holding {
 		t.Fatalf("after deleting the StatefulSet: deleted %d, readers %d, state %v; want 1, 1, holding", res.deleted, res.readers, res.state())
 	}
 }

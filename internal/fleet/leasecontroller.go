@@ -19,6 +19,7 @@ import (
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
 	"github.com/urutau-io/fleet/internal/inventory"
+	"github.com/urutau-io/fleet/internal/lease"
 )
 
 // LeaseReconciler replays tombstones: the entries a ReaderLease keeps for pipelines that are gone
@@ -32,7 +33,7 @@ type LeaseReconciler struct {
 	apiReader client.Reader
 	inventory inventory.Inventory
 	members   *memberSet
-	leases    *leaseStore
+	leases    *lease.Store
 	recorder  events.EventRecorder
 	// options are the fan-out options of the work on one lease's members.
 	options func(key types.NamespacedName) fanOutOptions
@@ -46,8 +47,8 @@ type LeaseReconciler struct {
 
 // Reconcile settles one lease.
 func (r *LeaseReconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (reconcile.Result, error) {
-	l, err := r.leases.get(ctx, req.Name)
-	if l == nil || err != nil || req.Namespace != r.leases.namespace {
+	l, err := r.leases.Get(ctx, req.Name)
+	if l == nil || err != nil || req.Namespace != r.leases.Namespace {
 		return reconcile.Result{}, err
 	}
 	gone, err := r.gonePipelines(ctx, l)
@@ -68,18 +69,18 @@ func (r *LeaseReconciler) Reconcile(ctx context.Context, req mcreconcile.Request
 		}
 		states := r.members.clean(ctx, r.options(types.NamespacedName{Namespace: req.Namespace, Name: req.Name}), ownEntries(next, uid), members, r.timedOut)
 		r.reportReplayed(next, uid, states)
-		d := planRelease(releaseInput{Self: uid, Current: next, Observed: states, Now: metav1.Now().Rfc3339Copy()})
+		d := lease.PlanRelease(lease.ReleaseInput{Self: uid, Current: next, Observed: states, Now: metav1.Now().Rfc3339Copy()})
 		if d.Delete {
-			return reconcile.Result{}, r.leases.remove(ctx, l)
+			return reconcile.Result{}, r.leases.Remove(ctx, l)
 		}
 		next = d.Lease
 		draining = draining || anyDraining(states)
 	}
 	if holderGone(next, gone) && len(next.Spec.Members) == 0 {
-		return reconcile.Result{}, r.leases.remove(ctx, l)
+		return reconcile.Result{}, r.leases.Remove(ctx, l)
 	}
-	if !leaseSpecEqual(l.Spec, next.Spec) {
-		if _, err := r.leases.write(ctx, l, next); err != nil {
+	if !lease.SpecEqual(l.Spec, next.Spec) {
+		if _, err := r.leases.Write(ctx, l, next); err != nil {
 			return reconcile.Result{}, err
 		}
 	}
@@ -141,9 +142,9 @@ func (r *LeaseReconciler) isGone(ctx context.Context, reader client.Reader, ref 
 }
 
 // reportReplayed emits an event on the lease for each member emptied of a gone pipeline.
-func (r *LeaseReconciler) reportReplayed(l *urutauv1alpha1.ReaderLease, uid types.UID, states map[entryKey]DepartedState) {
+func (r *LeaseReconciler) reportReplayed(l *urutauv1alpha1.ReaderLease, uid types.UID, states map[lease.Key]lease.State) {
 	for _, e := range ownEntries(l, uid) {
-		if states[keyOf(e)] != DepartedEmpty || r.recorder == nil {
+		if states[lease.KeyOf(e)] != lease.Empty || r.recorder == nil {
 			continue
 		}
 		r.recorder.Eventf(l, nil, corev1.EventTypeNormal, EventTombstoneReplayed, "Cleanup",
@@ -166,9 +167,9 @@ func holderGone(l *urutauv1alpha1.ReaderLease, gone sets.Set[types.UID]) bool {
 	return gone.Has(l.Spec.Holder.UID)
 }
 
-func anyDraining(states map[entryKey]DepartedState) bool {
+func anyDraining(states map[lease.Key]lease.State) bool {
 	for _, s := range states {
-		if s == DepartedHolding || s == DepartedDraining {
+		if s == lease.Holding || s == lease.Draining {
 			return true
 		}
 	}
@@ -177,7 +178,7 @@ func anyDraining(states map[entryKey]DepartedState) bool {
 
 // leasesOf lists the leases that record pipeline uid, as holder or in an entry.
 func (r *LeaseReconciler) leasesOf(ctx context.Context, uid types.UID) []types.NamespacedName {
-	leases, err := r.leases.of(ctx, uid)
+	leases, err := r.leases.Of(ctx, uid)
 	if err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "listing ReaderLeases")
 		return nil
@@ -192,7 +193,7 @@ func (r *LeaseReconciler) leasesOf(ctx context.Context, uid types.UID) []types.N
 // leasesFor lists the leases with an entry on member name, or on a cluster of identity id.
 func (r *LeaseReconciler) leasesFor(ctx context.Context, name, id string) []types.NamespacedName {
 	list := &urutauv1alpha1.ReaderLeaseList{}
-	if err := r.client.List(ctx, list, client.InNamespace(r.leases.namespace)); err != nil {
+	if err := r.client.List(ctx, list, client.InNamespace(r.leases.Namespace)); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "listing ReaderLeases")
 		return nil
 	}

@@ -15,6 +15,7 @@ import (
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
 	"github.com/urutau-io/fleet/internal/inventory"
+	"github.com/urutau-io/fleet/internal/lease"
 )
 
 // oneMember is an inventory of one member.
@@ -35,16 +36,16 @@ func TestLeaseReplayWaitsForThePipelinesRunningWork(t *testing.T) {
 		t.Fatal(err)
 	}
 	p1 := urutauv1alpha1.PipelineRef{Namespace: "cdc", Name: "p1", UID: "uid-p1"}
-	lease := &urutauv1alpha1.ReaderLease{ObjectMeta: metav1.ObjectMeta{Namespace: "urutau-system", Name: "mysql-1"},
+	rl := &urutauv1alpha1.ReaderLease{ObjectMeta: metav1.ObjectMeta{Namespace: "urutau-system", Name: "mysql-1"},
 		Spec: urutauv1alpha1.ReaderLeaseSpec{Holder: p1, Members: []urutauv1alpha1.LeaseMember{{Cluster: "member-b", Namespace: "cdc",
 			PipelineUID: p1.UID, PipelineNamespace: p1.Namespace, PipelineName: p1.Name, State: urutauv1alpha1.LeaseMemberActive}}}}
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(lease).Build() // p1 itself is gone
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(rl).Build() // p1 itself is gone
 	var asked []types.NamespacedName
 	r := &LeaseReconciler{client: c, apiReader: c, inventory: oneMember{}, members: &memberSet{},
-		leases:       &leaseStore{client: c, live: c, namespace: "urutau-system"},
+		leases:       &lease.Store{Client: c, Live: c, Namespace: "urutau-system"},
 		pipelineBusy: func(k types.NamespacedName) bool { asked = append(asked, k); return true },
 	}
-	res, err := r.Reconcile(t.Context(), mcreconcile.Request{Request: reconcile.Request{NamespacedName: client.ObjectKeyFromObject(lease)}})
+	res, err := r.Reconcile(t.Context(), mcreconcile.Request{Request: reconcile.Request{NamespacedName: client.ObjectKeyFromObject(rl)}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +56,7 @@ func TestLeaseReplayWaitsForThePipelinesRunningWork(t *testing.T) {
 		t.Error("a replay put off for running work must come back by itself")
 	}
 	got := &urutauv1alpha1.ReaderLease{}
-	if err := c.Get(t.Context(), client.ObjectKeyFromObject(lease), got); err != nil {
+	if err := c.Get(t.Context(), client.ObjectKeyFromObject(rl), got); err != nil {
 		t.Fatalf("the lease of the busy pipeline was removed: %v", err)
 	}
 	if len(got.Spec.Members) != 1 {

@@ -79,7 +79,7 @@ type applyJob struct {
 	// crossed is called when a change by someone else crossed one of the job's writes.
 	crossed func()
 	// mayCreateCoordinator confirms the pipeline (stillCurrent) and the reader lease
-	// (leaseStore.mayCreateCoordinator) before the coordinator StatefulSet is created.
+	// (lease.Store.mayCreateCoordinator) before the coordinator StatefulSet is created.
 	mayCreateCoordinator func(context.Context) error
 	// leaseWritten: this reconcile wrote the reader lease, so mayCreateCoordinator only confirms
 	// the pipeline, which is harmless for a coordinator that exists: no member read before it.

@@ -28,28 +28,12 @@ import (
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
 	"github.com/urutau-io/fleet/internal/coordinator"
-)
-
-// DepartedState is what a member that holds objects of a pipeline it no longer runs (departed
-// from the placement, or the pipeline is deleted) holds after a cleanup pass.
-type DepartedState int
-
-const (
-	// DepartedHolding: a coordinator StatefulSet or a reader pod is still there. It is the zero
-	// value, so a member nobody observed is treated as the unsafe case.
-	DepartedHolding DepartedState = iota
-	// DepartedDraining: no reader left, but other objects of the pipeline remain (e.g. a
-	// ScaledObject waiting on KEDA's finalizer). It no longer blocks a move.
-	DepartedDraining
-	// DepartedEmpty: nothing of the pipeline is left.
-	DepartedEmpty
-	// DepartedUnreachable: the member did not answer, or the hub cannot reach that cluster.
-	DepartedUnreachable
+	"github.com/urutau-io/fleet/internal/lease"
 )
 
 // departedResult is the outcome of cleaning one member.
 type departedResult struct {
-	state   DepartedState
+	state   lease.State
 	deleted int
 	message string
 	// timedOut: a request to the member ran out of time.
@@ -78,19 +62,19 @@ func (j *cleanJob) run(ctx context.Context) departedResult {
 	switch {
 	case isUnreachable(err):
 		memberErrors.WithLabelValues(j.conn.name, "unreachable").Inc()
-		return departedResult{state: DepartedUnreachable, deleted: res.deleted, timedOut: isTimeout(err), message: "cluster does not answer: " + err.Error()}
+		return departedResult{state: lease.Unreachable, deleted: res.deleted, timedOut: isTimeout(err), message: "cluster does not answer: " + err.Error()}
 	case err != nil:
 		memberErrors.WithLabelValues(j.conn.name, "error").Inc()
-		return departedResult{state: DepartedHolding, failed: true, deleted: res.deleted, message: err.Error()}
+		return departedResult{state: lease.Holding, failed: true, deleted: res.deleted, message: err.Error()}
 	}
 	out := departedResult{state: res.state(), deleted: res.deleted}
 	switch out.state {
-	case DepartedHolding:
+	case lease.Holding:
 		out.message = fmt.Sprintf("removing: waiting for %d coordinator StatefulSet(s)/reader pod(s) to go", res.readers)
 		if len(res.stray) > 0 {
 			out.message += fmt.Sprintf(" (deleted reader pod(s) no StatefulSet controls, made by hand or orphaned: %s)", strings.Join(res.stray, ", "))
 		}
-	case DepartedDraining:
+	case lease.Draining:
 		out.message = fmt.Sprintf("removing: %d object(s) left", res.others)
 	}
 	return fenceLateWrites(out, j.conn.name, j.liveness, j.conn.host(), time.Now())
@@ -100,14 +84,14 @@ func (j *cleanJob) run(ctx context.Context) departedResult {
 // it without an answer may still be committed (Liveness.writeMayLand): a coordinator StatefulSet
 // created by it would start a reader after this pass found none.
 func fenceLateWrites(d departedResult, member string, l *Liveness, host string, now time.Time) departedResult {
-	if d.state != DepartedEmpty && d.state != DepartedDraining {
+	if d.state != lease.Empty && d.state != lease.Draining {
 		return d
 	}
 	until, ok := l.writeMayLand(host, now)
 	if !ok {
 		return d
 	}
-	d.state = DepartedHolding
+	d.state = lease.Holding
 	d.message = fmt.Sprintf("removing: cluster %q left a write unanswered, which it may still commit until %s; it counts as holding a reader until then", member, until.UTC().Format(time.RFC3339))
 	return d
 }
@@ -146,14 +130,14 @@ type cleanupResult struct {
 	stray []string
 }
 
-func (c cleanupResult) state() DepartedState {
+func (c cleanupResult) state() lease.State {
 	switch {
 	case c.readers > 0:
-		return DepartedHolding
+		return lease.Holding
 	case c.others > 0:
-		return DepartedDraining
+		return lease.Draining
 	}
-	return DepartedEmpty
+	return lease.Empty
 }
 
 // cleanupMember deletes, in the entry's namespace of a member, every object the hub wrote for the

@@ -8,6 +8,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
+	"github.com/urutau-io/fleet/internal/lease"
 	"github.com/urutau-io/fleet/internal/status"
 )
 
@@ -67,20 +68,20 @@ func TestNextLookDeparted(t *testing.T) {
 	p := &urutauv1alpha1.CDCPipeline{}
 	for _, tc := range []struct {
 		name   string
-		state  DepartedState
+		state  lease.State
 		failed bool
 		want   time.Duration
 	}{
-		{"holding a reader", DepartedHolding, false, 2 * time.Second},
-		{"draining", DepartedDraining, false, 30 * time.Second},
-		{"empty", DepartedEmpty, false, 0},
-		{"unreachable", DepartedUnreachable, false, 0},
+		{"holding a reader", lease.Holding, false, 2 * time.Second},
+		{"draining", lease.Draining, false, 30 * time.Second},
+		{"empty", lease.Empty, false, 0},
+		{"unreachable", lease.Unreachable, false, 0},
 		// A member answering 403 to every cleanup LIST, or too slow for the fan-out: the pass
 		// says Holding because it is the safe default, not because a reader was seen.
-		{"pass failed", DepartedHolding, true, 30 * time.Second},
+		{"pass failed", lease.Holding, true, 30 * time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			pl := &placed{departed: map[entryKey]departedResult{{cluster: "a"}: {state: tc.state, failed: tc.failed}}}
+			pl := &placed{departed: map[lease.Key]departedResult{{Cluster: "a"}: {state: tc.state, failed: tc.failed}}}
 			// No Removing: the entry was confirmed gone, so the status does not list it.
 			if got := r.nextLook(p, &world{}, status.Observation{}, pl, nil); got != tc.want {
 				t.Errorf("confirmed gone: nextLook = %s, want %s", got, tc.want)

@@ -17,6 +17,7 @@ import (
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
 	"github.com/urutau-io/fleet/internal/inventory"
+	"github.com/urutau-io/fleet/internal/lease"
 	"github.com/urutau-io/fleet/internal/ssa"
 )
 
@@ -317,15 +318,15 @@ func (s *memberSet) forget(member string) {
 // clean empties, concurrently, the member each entry names when it can be reached as the cluster
 // the entry names (registered, answering, same identity), and says what each holds; the others
 // are unreachable. timedOut is told of a member whose requests timed out.
-func (s *memberSet) clean(ctx context.Context, opts fanOutOptions, entries []urutauv1alpha1.LeaseMember, members []inventory.Member, timedOut func(member string) string) map[entryKey]DepartedState {
+func (s *memberSet) clean(ctx context.Context, opts fanOutOptions, entries []urutauv1alpha1.LeaseMember, members []inventory.Member, timedOut func(member string) string) map[lease.Key]lease.State {
 	registered := map[string]bool{}
 	for _, m := range members {
 		registered[m.Name] = true
 	}
-	out := map[entryKey]DepartedState{}
+	out := map[lease.Key]lease.State{}
 	byMember := map[string]urutauv1alpha1.LeaseMember{}
 	for _, e := range entries {
-		out[keyOf(e)] = DepartedUnreachable
+		out[lease.KeyOf(e)] = lease.Unreachable
 		if down, _ := s.down(e.Cluster); registered[e.Cluster] && !down {
 			byMember[e.Cluster] = e
 		}
@@ -334,20 +335,20 @@ func (s *memberSet) clean(ctx context.Context, opts fanOutOptions, entries []uru
 		e := byMember[m]
 		c, err := s.conn(ctx, m)
 		if err != nil {
-			return departedResult{state: DepartedUnreachable, message: err.Error()}
+			return departedResult{state: lease.Unreachable, message: err.Error()}
 		}
 		// The member must still be the cluster the entry names.
 		if err := s.sameCluster(ctx, c, e.ClusterID); err != nil {
-			return departedResult{state: DepartedUnreachable, message: err.Error()}
+			return departedResult{state: lease.Unreachable, message: err.Error()}
 		}
 		d := (&cleanJob{conn: c, entry: e, liveness: s.liveness}).run(ctx)
 		if d.timedOut {
 			timedOut(m)
 		}
 		return d
-	}, func(string, error) departedResult { return departedResult{state: DepartedHolding} })
+	}, func(string, error) departedResult { return departedResult{state: lease.Holding} })
 	for m, d := range done {
-		out[keyOf(byMember[m])] = d.state
+		out[lease.KeyOf(byMember[m])] = d.state
 	}
 	return out
 }

@@ -14,6 +14,7 @@ import (
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
 	"github.com/urutau-io/fleet/internal/coordinator"
 	"github.com/urutau-io/fleet/internal/inventory"
+	"github.com/urutau-io/fleet/internal/lease"
 	"github.com/urutau-io/fleet/internal/placement"
 	"github.com/urutau-io/fleet/internal/spec"
 	"github.com/urutau-io/fleet/internal/tenancy"
@@ -91,7 +92,7 @@ func (r *CoordinatorReconciler) observe(ctx context.Context, p *urutauv1alpha1.C
 	}
 	w.specHash = base.SpecHash
 	w.source = sourceIdentity(w.inline)
-	w.leaseName = LeaseName(w.source, p.UID)
+	w.leaseName = lease.Name(w.source, p.UID)
 	if err := r.observeLease(ctx, p, w); err != nil {
 		return nil, err
 	}
@@ -138,7 +139,7 @@ func sourceIdentity(in *spec.Inline) *urutauv1alpha1.SourceIdentity {
 // identities that still record the pipeline.
 func (r *CoordinatorReconciler) observeLease(ctx context.Context, p *urutauv1alpha1.CDCPipeline, w *world) error {
 	var err error
-	if w.lease, err = r.leases.get(ctx, w.leaseName); err != nil {
+	if w.lease, err = r.leases.Get(ctx, w.leaseName); err != nil {
 		return err
 	}
 	if w.lease != nil && w.lease.Spec.Holder.UID != p.UID {
@@ -146,7 +147,7 @@ func (r *CoordinatorReconciler) observeLease(ctx context.Context, p *urutauv1alp
 			return err
 		}
 	}
-	others, err := r.leases.of(ctx, p.UID)
+	others, err := r.leases.Of(ctx, p.UID)
 	if err != nil {
 		return err
 	}

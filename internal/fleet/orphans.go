@@ -18,6 +18,7 @@ import (
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
 	"github.com/urutau-io/fleet/internal/inventory"
+	"github.com/urutau-io/fleet/internal/lease"
 	"github.com/urutau-io/fleet/internal/membercache"
 )
 
@@ -42,7 +43,7 @@ import (
 // a new pipeline's lease to reach the cache, and the member itself still holds it (confirmLive).
 type orphanScanner struct {
 	hub    client.Client
-	leases *leaseStore
+	leases *lease.Store
 	// identity is a member's identity as last read ("" when unknown).
 	identity func(member string) string
 	// mayLag tells whether the cache of the member at host may lag (Liveness.cacheMayLag): the
@@ -217,7 +218,7 @@ type records struct {
 func (o *orphanScanner) recorded(ctx context.Context, member, id string) (records, error) {
 	rec := records{known: sets.New[orphanKey](), live: map[types.UID]*urutauv1alpha1.CDCPipeline{}, placed: map[types.NamespacedName]types.UID{}}
 	leases := &urutauv1alpha1.ReaderLeaseList{}
-	if err := o.hub.List(ctx, leases, client.InNamespace(o.leases.namespace)); err != nil {
+	if err := o.hub.List(ctx, leases, client.InNamespace(o.leases.Namespace)); err != nil {
 		return rec, err
 	}
 	for _, l := range leases.Items {

@@ -12,24 +12,25 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
+	"github.com/urutau-io/fleet/internal/lease"
 )
 
 // placed is what one reconcile decided: where the pipeline runs now under its reader lease,
 // and what became of the members it left.
 type placed struct {
-	decision leaseDecision
+	decision lease.Decision
 	// lease is the lease as recorded (written by this reconcile, or read unchanged).
 	lease *urutauv1alpha1.ReaderLease
 	// wrote: this reconcile wrote the lease, so its decision stands on a fresh read.
 	wrote bool
 	// departed is what cleaning each entry of the pipeline it no longer runs on found.
-	departed map[entryKey]departedResult
+	departed map[lease.Key]departedResult
 	// deregistered are departed members that left the cluster inventory.
 	deregistered []string
 }
 
 // place cleans the members the pipeline left, decides where it runs under its reader lease
-// (planLease), and records that decision in the lease before anything starts.
+// (lease.Plan), and records that decision in the lease before anything starts.
 func (r *CoordinatorReconciler) place(ctx context.Context, p *urutauv1alpha1.CDCPipeline, w *world) (*placed, error) {
 	targets := w.targets()
 	current := followRenames(w.lease, targets, w.ids, w.accepted)
@@ -37,15 +38,15 @@ func (r *CoordinatorReconciler) place(ctx context.Context, p *urutauv1alpha1.CDC
 	pl := &placed{departed: r.cleanDeparted(ctx, p, w, departedEntries(current, p.UID, targets))}
 	fi := r.prepareFence(ctx, p, current, targets, pl.departed)
 	confirmed := ConfirmedGone(p).Union(w.accepted)
-	observed := map[entryKey]DepartedState{}
+	observed := map[lease.Key]lease.State{}
 	for k, d := range pl.departed {
 		observed[k] = d.state
-		if _, registered := w.inventory[k.cluster]; d.state == DepartedUnreachable && !registered {
-			pl.deregistered = append(pl.deregistered, k.cluster)
+		if _, registered := w.inventory[k.Cluster]; d.state == lease.Unreachable && !registered {
+			pl.deregistered = append(pl.deregistered, k.Cluster)
 		}
 	}
 	pl.deregistered = sortedUnique(pl.deregistered)
-	pl.decision = planLease(leaseInput{
+	pl.decision = lease.Plan(lease.Input{
 		Self:      urutauv1alpha1.PipelineRef{Namespace: p.Namespace, Name: p.Name, UID: p.UID},
 		Namespace: p.Namespace, Source: w.source, Current: current, HolderGone: w.holderGone,
 		Targets: targets, Observed: observed, Confirmed: confirmed, Now: metav1.Now().Rfc3339Copy(),
@@ -54,7 +55,7 @@ func (r *CoordinatorReconciler) place(ctx context.Context, p *urutauv1alpha1.CDC
 	pl.lease = w.lease
 	if pl.decision.Lease != nil && (pl.decision.Changed || (w.lease != nil && current != w.lease)) {
 		written, err := r.writeLease(ctx, w.lease, pl.decision.Lease, func(cur, next *urutauv1alpha1.ReaderLease) (*urutauv1alpha1.ReaderLease, error) {
-			return r.leases.write(ctx, cur, next)
+			return r.leases.Write(ctx, cur, next)
 		})
 		if err != nil {
 			return nil, err
@@ -77,7 +78,7 @@ func (r *CoordinatorReconciler) place(ctx context.Context, p *urutauv1alpha1.CDC
 // orphan scan recording a stray, another hub replica) brings the lease's pipelines back here, as
 // its event would have.
 func (r *CoordinatorReconciler) writeLease(ctx context.Context, current, next *urutauv1alpha1.ReaderLease, write func(cur, next *urutauv1alpha1.ReaderLease) (*urutauv1alpha1.ReaderLease, error)) (*urutauv1alpha1.ReaderLease, error) {
-	key := r.leases.namespace + "/" + next.Name
+	key := r.leases.Namespace + "/" + next.Name
 	r.leaseEchoes.Begin(key)
 	written, err := write(current, next)
 	rv := ""
@@ -104,12 +105,12 @@ func departedEntries(l *urutauv1alpha1.ReaderLease, uid types.UID, targets map[s
 // cleanDeparted empties, concurrently, every member an entry of the pipeline names that it no
 // longer runs on, and says what each holds. A member the hub cannot reach as the cluster the
 // entry names (it left the inventory, or its entry points at another cluster now) is not asked.
-func (r *CoordinatorReconciler) cleanDeparted(ctx context.Context, p *urutauv1alpha1.CDCPipeline, w *world, entries []urutauv1alpha1.LeaseMember) map[entryKey]departedResult {
-	out := map[entryKey]departedResult{}
+func (r *CoordinatorReconciler) cleanDeparted(ctx context.Context, p *urutauv1alpha1.CDCPipeline, w *world, entries []urutauv1alpha1.LeaseMember) map[lease.Key]departedResult {
+	out := map[lease.Key]departedResult{}
 	reachable := map[string]urutauv1alpha1.LeaseMember{}
 	for _, e := range entries {
 		if why := r.unreachableEntry(e, w); why != "" {
-			out[keyOf(e)] = departedResult{state: DepartedUnreachable, message: why}
+			out[lease.KeyOf(e)] = departedResult{state: lease.Unreachable, message: why}
 			continue
 		}
 		reachable[e.Cluster] = e
@@ -117,13 +118,13 @@ func (r *CoordinatorReconciler) cleanDeparted(ctx context.Context, p *urutauv1al
 	done, late := fanOut(ctx, r.fanOutOptions(pipelineWakeKey(p), "clean"), sortedKeys(reachable), func(ctx context.Context, m string) departedResult {
 		return r.cleanOn(ctx, m, reachable[m])
 	}, func(_ string, err error) departedResult {
-		return departedResult{state: DepartedHolding, failed: true, message: err.Error()}
+		return departedResult{state: lease.Holding, failed: true, message: err.Error()}
 	})
 	for m, d := range done {
-		out[keyOf(reachable[m])] = d
+		out[lease.KeyOf(reachable[m])] = d
 	}
 	for _, m := range late {
-		out[keyOf(reachable[m])] = departedResult{state: DepartedHolding, failed: true, message: fmt.Sprintf("removing: waiting for cluster %q to answer", m)}
+		out[lease.KeyOf(reachable[m])] = departedResult{state: lease.Holding, failed: true, message: fmt.Sprintf("removing: waiting for cluster %q to answer", m)}
 	}
 	return out
 }
@@ -150,7 +151,7 @@ func (r *CoordinatorReconciler) cleanOn(ctx context.Context, member string, e ur
 		err = r.members.sameCluster(ctx, c, e.ClusterID)
 	}
 	if err != nil {
-		return departedResult{state: DepartedUnreachable, message: err.Error()}
+		return departedResult{state: lease.Unreachable, message: err.Error()}
 	}
 	d := (&cleanJob{conn: c, entry: e, liveness: r.Liveness}).run(ctx)
 	if d.timedOut {
@@ -216,16 +217,16 @@ func renamedTo(e urutauv1alpha1.LeaseMember, targets, ids map[string]string, rep
 // mergeEntries keeps one entry per key, the one whose state counts more.
 func mergeEntries(entries []urutauv1alpha1.LeaseMember) []urutauv1alpha1.LeaseMember {
 	rank := map[urutauv1alpha1.LeaseMemberState]int{urutauv1alpha1.LeaseMemberActive: 3, urutauv1alpha1.LeaseMemberDrained: 2, urutauv1alpha1.LeaseMemberGone: 1}
-	at := map[entryKey]int{}
+	at := map[lease.Key]int{}
 	var out []urutauv1alpha1.LeaseMember
 	for _, e := range entries {
-		if i, dup := at[keyOf(e)]; dup {
+		if i, dup := at[lease.KeyOf(e)]; dup {
 			if rank[e.State] > rank[out[i].State] {
 				out[i] = e
 			}
 			continue
 		}
-		at[keyOf(e)] = len(out)
+		at[lease.KeyOf(e)] = len(out)
 		out = append(out, e)
 	}
 	return out

@@ -22,6 +22,7 @@ import (
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
 	"github.com/urutau-io/fleet/internal/inventory"
+	"github.com/urutau-io/fleet/internal/lease"
 	"github.com/urutau-io/fleet/internal/ssa"
 	"github.com/urutau-io/fleet/internal/tenancy"
 )
@@ -140,7 +141,7 @@ type CoordinatorReconciler struct {
 	// The state that outlives one reconcile, all of it described in doc.go.
 	members memberSet
 	applier ssa.Applier
-	leases  leaseStore
+	leases  lease.Store
 	running runningWork
 	// queue is the controller's queue: work that ends late brings its pipeline back through it.
 	queue atomic.Pointer[workqueue.TypedRateLimitingInterface[mcreconcile.Request]]
@@ -169,7 +170,7 @@ func (r *CoordinatorReconciler) Reconcile(ctx context.Context, req mcreconcile.R
 		return ctrl.Result{}, nil
 	}
 	res, err := r.reconcile(ctx, req)
-	if errors.Is(err, errLeaseChanged) {
+	if errors.Is(err, lease.ErrChanged) {
 		// Another writer moved the lease since we read it: decide again on what it wrote.
 		ctrl.LoggerFrom(ctx).V(1).Info("reader lease changed; reconciling again", "reason", err.Error())
 		return ctrl.Result{RequeueAfter: lookAgainAfter}, nil

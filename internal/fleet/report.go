@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
+	"github.com/urutau-io/fleet/internal/lease"
 	"github.com/urutau-io/fleet/internal/status"
 	"github.com/urutau-io/fleet/internal/tenancy"
 )
@@ -85,7 +86,7 @@ func observation(p *urutauv1alpha1.CDCPipeline, w *world, pl *placed, results ma
 			continue
 		}
 		shown.Insert(e.Cluster)
-		obs.Members = append(obs.Members, departedObservation(e, pl.departed[keyOf(e)], &obs))
+		obs.Members = append(obs.Members, departedObservation(e, pl.departed[lease.KeyOf(e)], &obs))
 	}
 	obs.Inventory = sets.List(inventory)
 	return obs
@@ -97,17 +98,17 @@ func departedObservation(e urutauv1alpha1.LeaseMember, d departedResult, obs *st
 	switch {
 	case e.State == urutauv1alpha1.LeaseMemberGone:
 		m.Message = "confirmed gone: emptied if it ever answers again"
-	case d.state == DepartedUnreachable && slicesContains(obs.Deregistered, e.Cluster):
+	case d.state == lease.Unreachable && slicesContains(obs.Deregistered, e.Cluster):
 		m.Phase = urutauv1alpha1.ClusterOrphaned
-	case d.state == DepartedUnreachable && !d.fencedUntil.IsZero():
+	case d.state == lease.Unreachable && !d.fencedUntil.IsZero():
 		m.Phase = urutauv1alpha1.ClusterUnreachable
 		m.Message = fmt.Sprintf("no longer placed here and does not answer; its coordinator is fenced and stops by itself: the move completes at about %s without a person (%s)",
 			d.fencedUntil.UTC().Truncate(time.Second).Format(time.RFC3339), d.message)
-	case d.state == DepartedUnreachable:
+	case d.state == lease.Unreachable:
 		m.Phase = urutauv1alpha1.ClusterUnreachable
 		m.Message = "no longer placed here, but the coordinator cannot be removed: " + d.message
 	}
-	if d.state == DepartedUnreachable && e.State == urutauv1alpha1.LeaseMemberActive && len(obs.Waiting) > 0 && d.fencedUntil.IsZero() {
+	if d.state == lease.Unreachable && e.State == urutauv1alpha1.LeaseMemberActive && len(obs.Waiting) > 0 && d.fencedUntil.IsZero() {
 		obs.BlockedBy = appendUnique(obs.BlockedBy, e.Cluster)
 	} else if e.State != urutauv1alpha1.LeaseMemberGone {
 		obs.Removing = appendUnique(obs.Removing, e.Cluster)
@@ -150,12 +151,12 @@ func (r *CoordinatorReconciler) nextLook(p *urutauv1alpha1.CDCPipeline, w *world
 	}
 	for _, d := range pl.departed {
 		switch {
-		case d.failed || d.state == DepartedDraining:
+		case d.failed || d.state == lease.Draining:
 			// A pass that failed (a member refusing, or too slow), or objects waiting on
 			// someone else's finalizer: nothing the hub does sooner helps, and a member that
 			// keeps failing must not cost its LISTs every WaitInterval.
 			soonest(r.RetryInterval)
-		case d.state == DepartedHolding:
+		case d.state == lease.Holding:
 			// A member that answers and still holds a reader, an entry confirmed gone included
 			// (not in Removing), or a write it may still commit (fenceLateWrites): pods going
 			// away make no event the hub watches, and a move waits on them.

@@ -28,6 +28,7 @@ import (
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
 	"github.com/urutau-io/fleet/internal/inventory"
+	"github.com/urutau-io/fleet/internal/lease"
 	"github.com/urutau-io/fleet/internal/membercache"
 	"github.com/urutau-io/fleet/internal/webhook"
 )
@@ -75,7 +76,7 @@ func (r *CoordinatorReconciler) setDefaults(mgr mcmanager.Manager) {
 	r.members.refusals = r.Refusals
 	r.members.liveness = r.Liveness
 	r.applier.Base = r.FieldManager
-	r.leases = leaseStore{client: r.Client, live: r.APIReader, namespace: r.LeaseNamespace, owner: r.FieldManager}
+	r.leases = lease.Store{Client: r.Client, Live: r.APIReader, Namespace: r.LeaseNamespace, Owner: r.FieldManager}
 	r.FenceTTL = orDefault(r.FenceTTL, DefaultFenceTTL)
 	r.FenceGrace = orDefault(r.FenceGrace, DefaultFenceGrace)
 	r.FenceMargin = orDefault(r.FenceMargin, DefaultFenceMargin)
@@ -125,7 +126,7 @@ func (r *CoordinatorReconciler) SetupWithManager(mgr mcmanager.Manager) error {
 
 // indexFields registers the hub cache indexes.
 func (r *CoordinatorReconciler) indexFields(ctx context.Context, idx client.FieldIndexer) error {
-	if err := idx.IndexField(ctx, &urutauv1alpha1.ReaderLease{}, indexLeasePipelines, leasePipelineUIDs); err != nil {
+	if err := idx.IndexField(ctx, &urutauv1alpha1.ReaderLease{}, lease.IndexPipelines, lease.PipelineUIDs); err != nil {
 		return fmt.Errorf("indexing ReaderLeases: %w", err)
 	}
 	err := idx.IndexField(ctx, &urutauv1alpha1.CDCPipeline{}, indexPipelineLease, func(o client.Object) []string {
@@ -133,7 +134,7 @@ func (r *CoordinatorReconciler) indexFields(ctx context.Context, idx client.Fiel
 		if !ok {
 			return nil
 		}
-		return []string{LeaseName(sourceIdentity(parseInline(p)), p.UID)}
+		return []string{lease.Name(sourceIdentity(parseInline(p)), p.UID)}
 	})
 	if err != nil {
 		return fmt.Errorf("indexing CDCPipelines: %w", err)

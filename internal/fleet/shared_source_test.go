@@ -66,7 +66,7 @@ func TestHoldShared(t *testing.T) {
 			map[string]endpointResult{"a": db("db.example.com", "A"), "b": db("db.example.com", "B")}, "b<a"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			held := holdShared(sharedInput{Self: selfP, Source: src, Current: lease(selfP, tc.entries...), Targets: targets(tc.targets...), Endpoints: tc.endpoints})
+			held := holdShared(sharedInput{Self: selfP, Source: src, Current: leaseOf(selfP, tc.entries...), Targets: targets(tc.targets...), Endpoints: tc.endpoints})
 			var got []string
 			for _, m := range sortedKeys(held) {
 				for _, k := range tc.targets {

@@ -13,6 +13,7 @@ import (
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
 	"github.com/urutau-io/fleet/internal/coordinator"
+	"github.com/urutau-io/fleet/internal/lease"
 )
 
 // Strays are readers the hub did not start where it started them: a live pipeline's objects in a
@@ -29,8 +30,8 @@ func (r *CoordinatorReconciler) recordStray(ctx context.Context, member string, 
 	if id == "" {
 		return // the next scan, once the identity is known
 	}
-	name := LeaseName(sourceIdentity(parseInline(p)), p.UID)
-	current, err := r.leases.getLive(ctx, name)
+	name := lease.Name(sourceIdentity(parseInline(p)), p.UID)
+	current, err := r.leases.GetLive(ctx, name)
 	if err != nil {
 		log.Info("recording stray objects failed", "error", err.Error())
 		return
@@ -46,7 +47,7 @@ func (r *CoordinatorReconciler) recordStray(ctx context.Context, member string, 
 	// Not through writeLease: this write's watch event must not pass for the pipeline's own echo.
 	// It brings the pipeline back once the cache holds the entry; the requeue below may read the
 	// lease before that, find nothing to remove, and leave the strays to the periodic look.
-	if _, err := r.leases.write(ctx, current, next); err != nil {
+	if _, err := r.leases.Write(ctx, current, next); err != nil {
 		log.Info("recording stray objects failed", "error", err.Error())
 		return
 	}
@@ -67,12 +68,12 @@ func strayLease(current *urutauv1alpha1.ReaderLease, name string, source *urutau
 		}
 	}
 	for _, e := range next.Spec.Members {
-		if keyOf(e) == keyOf(entry) {
+		if lease.KeyOf(e) == lease.KeyOf(entry) {
 			return nil
 		}
 	}
 	next.Spec.Members = append(next.Spec.Members, entry)
-	sortEntries(next.Spec.Members)
+	lease.SortEntries(next.Spec.Members)
 	return next
 }
 

@@ -15,6 +15,7 @@ import (
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
 	"github.com/urutau-io/fleet/internal/coordinator"
+	"github.com/urutau-io/fleet/internal/lease"
 )
 
 // hubLabels are the labels the hub writes on pipeline hub/p's objects, less the UID label.
@@ -93,7 +94,7 @@ func TestCleanupEmptiesAMemberWhoseCoordinatorLostItsLabel(t *testing.T) {
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: sts.Name, UID: types.UID("sts-1"),
 			Controller: ptr.To(true)}}}}
 	c := fake.NewClientBuilder().WithScheme(cleanScheme(t)).WithObjects(sts, pod).Build()
-	var states []DepartedState
+	var states []lease.State
 	for range 3 {
 		res, err := cleanupMember(t.Context(), c, c, entry)
 		if err != nil {
@@ -101,7 +102,7 @@ func TestCleanupEmptiesAMemberWhoseCoordinatorLostItsLabel(t *testing.T) {
 		}
 		states = append(states, res.state())
 	}
-	want := []DepartedState{DepartedHolding, DepartedEmpty, DepartedEmpty}
+	want := []lease.State{lease.Holding, lease.Empty, lease.Empty}
 	for i := range want {
 		if states[i] != want[i] {
 			t.Fatalf("passes ended %v, want %v", states, want)

@@ -250,7 +250,7 @@ func HealthRecordFrom(l *coordinationv1.Lease) HealthRecord {
 }
 
 // readTombstones reads the hub's ReaderLeases: an entry whose pipeline no longer exists is a
-// tombstone, replayed by the hub when its member answers (internal/fleet/lease.go).
+// tombstone, replayed by the hub when its member answers (internal/lease).
 func readTombstones(ctx context.Context, c client.Reader, ns string, f *Facts) error {
 	l := &urutauv1alpha1.ReaderLeaseList{}
 	if err := c.List(ctx, l, client.InNamespace(ns)); err != nil {

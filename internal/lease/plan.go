@@ -1,4 +1,4 @@
-package fleet
+package lease
 
 import (
 	"crypto/sha256"
@@ -14,30 +14,11 @@ import (
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
 )
 
-// The reader lease (urutauv1alpha1.ReaderLease) is what makes "one reader per source identity,
-// anywhere in the fleet" hold for every history. This file holds its pure decisions; leasestore.go
-// reads and writes it.
-//
-// One lease per source identity (one per pipeline when its source has none), in the hub's
-// namespace. Its holder is the only pipeline that may start readers; its entries are every
-// (member, identity of that member, pipeline) that holds or may hold that pipeline's objects,
-// Active while a reader may run there. The rules:
-//   - an entry becomes Active, in a write with optimistic concurrency, before the coordinator is
-//     created in that member;
-//   - a pipeline starts on a member (a new entry, or a Drained one made Active again) only when it
-//     holds the lease and every Active entry of the lease is one of its own on a member it stays
-//     on: a move waits for the departed member, a rename or a re-create waits for every member of
-//     the old pipeline, and two creates racing past admission meet at the lease's create;
-//   - an entry leaves Active only when its member answered that no reader pod is left (Drained),
-//     or a person confirmed the member gone (Gone); it is removed once the member holds nothing of
-//     the pipeline. A deleted pipeline's entries stay as its tombstones.
-//   - members that stay in the placement are never touched by a move.
-
-// LeaseName is the name of the ReaderLease of source, or of the pipeline uid when its source has
+// Name is the name of the ReaderLease of source, or of the pipeline uid when its source has
 // no reader identity. It is derived from the identity alone, so every hub replica and every
 // pipeline of that source meets at the same object. A hash keeps it a valid name whatever the
 // value holds; the readable prefix is for people.
-func LeaseName(source *urutauv1alpha1.SourceIdentity, uid types.UID) string {
+func Name(source *urutauv1alpha1.SourceIdentity, uid types.UID) string {
 	if source == nil {
 		return "pipeline-" + strings.ToLower(string(uid))
 	}
@@ -69,18 +50,18 @@ func dnsLabelPrefix(s string, n int) string {
 	return out
 }
 
-// entryKey identifies one lease entry: the list-map key of ReaderLeaseSpec.Members.
-type entryKey struct {
-	cluster, clusterID string
-	pipeline           types.UID
+// Key identifies one lease entry: the list-map key of ReaderLeaseSpec.Members.
+type Key struct {
+	Cluster, ClusterID string
+	Pipeline           types.UID
 }
 
-func keyOf(e urutauv1alpha1.LeaseMember) entryKey {
-	return entryKey{cluster: e.Cluster, clusterID: e.ClusterID, pipeline: e.PipelineUID}
+func KeyOf(e urutauv1alpha1.LeaseMember) Key {
+	return Key{Cluster: e.Cluster, ClusterID: e.ClusterID, Pipeline: e.PipelineUID}
 }
 
-// leaseInput is what planLease decides from, for one live pipeline.
-type leaseInput struct {
+// Input is what Plan decides from, for one live pipeline.
+type Input struct {
 	// Self is the pipeline reconciled; Namespace the member namespace of its objects.
 	Self      urutauv1alpha1.PipelineRef
 	Namespace string
@@ -95,7 +76,7 @@ type leaseInput struct {
 	Targets map[string]string
 	// Observed is the state found by this reconcile's cleanup of each entry of Self that is not a
 	// target; an entry not observed (its member was not contacted) keeps its state.
-	Observed map[entryKey]DepartedState
+	Observed map[Key]State
 	// Confirmed are member names a person confirmed gone.
 	Confirmed sets.Set[string]
 	// Fence is the fence of a fenced placement (its BoundSeconds), recorded on the entries it
@@ -105,12 +86,12 @@ type leaseInput struct {
 	FenceVerified sets.Set[string]
 	// FenceDrained are departed entries whose fence bound has passed since the hub stopped
 	// renewing them, with the reason to record: no coordinator of theirs can run.
-	FenceDrained map[entryKey]string
+	FenceDrained map[Key]string
 	Now          metav1.Time
 }
 
-// leaseDecision is planLease's answer. Every list is sorted.
-type leaseDecision struct {
+// Decision is Plan's answer. Every list is sorted.
+type Decision struct {
 	// Lease is the lease to record (its Spec; nil when Self must leave it as it is).
 	Lease *urutauv1alpha1.ReaderLease
 	// Changed: Lease differs from Current and must be written before any member is.
@@ -134,11 +115,11 @@ type leaseDecision struct {
 	Dropped []string
 }
 
-// planLease is the stop-before-start decision for a live pipeline, over the whole fleet. It is
+// Plan is the stop-before-start decision for a live pipeline, over the whole fleet. It is
 // pure: the reconciler writes Lease when Changed, and only then applies to Run.
-func planLease(in leaseInput) leaseDecision {
+func Plan(in Input) Decision {
 	next := startingLease(in)
-	var d leaseDecision
+	var d Decision
 	if next.Spec.Holder.UID != in.Self.UID {
 		if holder, blocking := takeOver(next, in); holder != nil {
 			d.Holder, d.HolderLive, d.Blocking, d.Wait = holder, !in.HolderGone, blocking, sortedKeys(in.Targets)
@@ -150,8 +131,8 @@ func planLease(in leaseInput) leaseDecision {
 	blocking := blockingEntries(next.Spec.Members, in.Self.UID, in.Targets)
 	fresh := sets.New[string]()
 	for _, m := range sortedKeys(in.Targets) {
-		k := entryKey{cluster: m, clusterID: in.Targets[m], pipeline: in.Self.UID}
-		i := slices.IndexFunc(next.Spec.Members, func(e urutauv1alpha1.LeaseMember) bool { return keyOf(e) == k })
+		k := Key{Cluster: m, ClusterID: in.Targets[m], Pipeline: in.Self.UID}
+		i := slices.IndexFunc(next.Spec.Members, func(e urutauv1alpha1.LeaseMember) bool { return KeyOf(e) == k })
 		switch {
 		case i >= 0 && next.Spec.Members[i].State == urutauv1alpha1.LeaseMemberActive:
 			d.Run = append(d.Run, m)
@@ -171,24 +152,24 @@ func planLease(in leaseInput) leaseDecision {
 	if len(d.Wait) > 0 {
 		d.Blocking = blocking
 	}
-	sortEntries(next.Spec.Members)
+	SortEntries(next.Spec.Members)
 	for _, e := range next.Spec.Members {
 		if e.PipelineUID == in.Self.UID && in.Targets[e.Cluster] != e.ClusterID {
 			d.Departed = append(d.Departed, e)
 		}
 	}
 	d.Lease = next
-	d.Changed = in.Current == nil || !leaseSpecEqual(in.Current.Spec, next.Spec)
+	d.Changed = in.Current == nil || !SpecEqual(in.Current.Spec, next.Spec)
 	return d
 }
 
 // startingLease is a copy of the current lease, or a new one held by Self.
-func startingLease(in leaseInput) *urutauv1alpha1.ReaderLease {
+func startingLease(in Input) *urutauv1alpha1.ReaderLease {
 	if in.Current != nil {
 		return in.Current.DeepCopy()
 	}
 	return &urutauv1alpha1.ReaderLease{
-		ObjectMeta: metav1.ObjectMeta{Name: LeaseName(in.Source, in.Self.UID)},
+		ObjectMeta: metav1.ObjectMeta{Name: Name(in.Source, in.Self.UID)},
 		Spec:       urutauv1alpha1.ReaderLeaseSpec{Source: in.Source.DeepCopy(), Holder: in.Self},
 	}
 }
@@ -196,7 +177,7 @@ func startingLease(in leaseInput) *urutauv1alpha1.ReaderLease {
 // takeOver tells whether Self may take the lease from its holder: only once the holder is gone
 // and no entry of another pipeline may still run a reader. Otherwise it returns the holder and
 // what blocks.
-func takeOver(l *urutauv1alpha1.ReaderLease, in leaseInput) (*urutauv1alpha1.PipelineRef, []urutauv1alpha1.LeaseMember) {
+func takeOver(l *urutauv1alpha1.ReaderLease, in Input) (*urutauv1alpha1.PipelineRef, []urutauv1alpha1.LeaseMember) {
 	holder := l.Spec.Holder
 	if !in.HolderGone {
 		return &holder, activeEntries(l.Spec.Members, func(e urutauv1alpha1.LeaseMember) bool { return e.PipelineUID == holder.UID })
@@ -210,27 +191,27 @@ func takeOver(l *urutauv1alpha1.ReaderLease, in leaseInput) (*urutauv1alpha1.Pip
 // settleDeparted applies what this reconcile's cleanup found to Self's entries on members it no
 // longer runs on: emptied ones go, drained ones stop counting as readers, and unanswered ones
 // turn Gone when a person confirmed them gone or their fence's bound has passed.
-func settleDeparted(l *urutauv1alpha1.ReaderLease, in leaseInput) (confirmed, fenced, dropped []string) {
+func settleDeparted(l *urutauv1alpha1.ReaderLease, in Input) (confirmed, fenced, dropped []string) {
 	kept := l.Spec.Members[:0]
 	for _, e := range l.Spec.Members {
-		st, observed := in.Observed[keyOf(e)]
+		st, observed := in.Observed[KeyOf(e)]
 		if e.PipelineUID != in.Self.UID || in.Targets[e.Cluster] == e.ClusterID || !observed {
 			kept = append(kept, e)
 			continue
 		}
 		switch {
-		case st == DepartedEmpty:
+		case st == Empty:
 			dropped = append(dropped, e.Cluster)
 			continue
-		case st == DepartedDraining && e.State == urutauv1alpha1.LeaseMemberActive:
+		case st == Draining && e.State == urutauv1alpha1.LeaseMemberActive:
 			e.State, e.Since = urutauv1alpha1.LeaseMemberDrained, in.Now
-		case st == DepartedHolding && e.State == urutauv1alpha1.LeaseMemberDrained:
+		case st == Holding && e.State == urutauv1alpha1.LeaseMemberDrained:
 			// A reader is back where none was: count it again.
 			e.State, e.Since = urutauv1alpha1.LeaseMemberActive, in.Now
-		case st == DepartedUnreachable && e.State == urutauv1alpha1.LeaseMemberActive && in.FenceDrained[keyOf(e)] != "":
-			e.State, e.Since, e.Reason = urutauv1alpha1.LeaseMemberGone, in.Now, in.FenceDrained[keyOf(e)]
+		case st == Unreachable && e.State == urutauv1alpha1.LeaseMemberActive && in.FenceDrained[KeyOf(e)] != "":
+			e.State, e.Since, e.Reason = urutauv1alpha1.LeaseMemberGone, in.Now, in.FenceDrained[KeyOf(e)]
 			fenced = append(fenced, e.Cluster)
-		case st == DepartedUnreachable && e.State == urutauv1alpha1.LeaseMemberActive && in.Confirmed.Has(e.Cluster):
+		case st == Unreachable && e.State == urutauv1alpha1.LeaseMemberActive && in.Confirmed.Has(e.Cluster):
 			e.State, e.Since = urutauv1alpha1.LeaseMemberGone, in.Now
 			e.Reason = "confirmed gone with " + urutauv1alpha1.AnnotationConfirmGone + " while it did not answer"
 			confirmed = append(confirmed, e.Cluster)
@@ -247,7 +228,7 @@ func settleDeparted(l *urutauv1alpha1.ReaderLease, in leaseInput) (confirmed, fe
 // pipeline is there, and the one that starts is rendered fenced) or the hub found every
 // coordinator pod fenced; none for an unfenced placement. On the members it left, the fence is
 // kept but no longer Renewing: the bound runs.
-func recordFence(entries []urutauv1alpha1.LeaseMember, in leaseInput, run, fresh sets.Set[string]) {
+func recordFence(entries []urutauv1alpha1.LeaseMember, in Input, run, fresh sets.Set[string]) {
 	for i := range entries {
 		e := &entries[i]
 		if e.PipelineUID != in.Self.UID {
@@ -291,7 +272,7 @@ func activeEntries(entries []urutauv1alpha1.LeaseMember, match func(urutauv1alph
 	return out
 }
 
-func newEntry(in leaseInput, member string) urutauv1alpha1.LeaseMember {
+func newEntry(in Input, member string) urutauv1alpha1.LeaseMember {
 	return urutauv1alpha1.LeaseMember{
 		Cluster: member, ClusterID: in.Targets[member], PipelineUID: in.Self.UID,
 		PipelineNamespace: in.Self.Namespace, PipelineName: in.Self.Name, Namespace: in.Namespace,
@@ -299,11 +280,11 @@ func newEntry(in leaseInput, member string) urutauv1alpha1.LeaseMember {
 	}
 }
 
-// releaseInput is what planRelease decides from, for a pipeline being deleted.
-type releaseInput struct {
+// ReleaseInput is what PlanRelease decides from, for a pipeline being deleted.
+type ReleaseInput struct {
 	Self     types.UID
 	Current  *urutauv1alpha1.ReaderLease
-	Observed map[entryKey]DepartedState
+	Observed map[Key]State
 	// Expired: the deletion has waited TombstoneGrace; what is left stays as tombstones.
 	Expired bool
 	// Reason is recorded on the entries kept as tombstones.
@@ -311,8 +292,8 @@ type releaseInput struct {
 	Now    metav1.Time
 }
 
-// releaseDecision is planRelease's answer.
-type releaseDecision struct {
+// ReleaseDecision is PlanRelease's answer.
+type ReleaseDecision struct {
 	// Lease is the lease to record; nil with Delete when nothing is left to record.
 	Lease   *urutauv1alpha1.ReaderLease
 	Changed bool
@@ -323,13 +304,13 @@ type releaseDecision struct {
 	Left []urutauv1alpha1.LeaseMember
 }
 
-// planRelease settles a deleted pipeline's entries (or a gone one's, for the LeaseReconciler):
+// PlanRelease settles a deleted pipeline's entries (or a gone one's, for the LeaseReconciler):
 // emptied members leave the lease, drained ones stop counting as readers, and once the deletion
 // has waited long enough the rest stay as tombstones. A lease with no entry left whose holder is
 // this pipeline is deleted.
-func planRelease(in releaseInput) releaseDecision {
+func PlanRelease(in ReleaseInput) ReleaseDecision {
 	if in.Current == nil {
-		return releaseDecision{Done: true}
+		return ReleaseDecision{Done: true}
 	}
 	next := in.Current.DeepCopy()
 	kept := next.Spec.Members[:0]
@@ -339,10 +320,10 @@ func planRelease(in releaseInput) releaseDecision {
 			kept = append(kept, e)
 			continue
 		}
-		switch st, observed := in.Observed[keyOf(e)]; {
-		case observed && st == DepartedEmpty:
+		switch st, observed := in.Observed[KeyOf(e)]; {
+		case observed && st == Empty:
 			continue
-		case observed && st == DepartedDraining && e.State == urutauv1alpha1.LeaseMemberActive:
+		case observed && st == Draining && e.State == urutauv1alpha1.LeaseMemberActive:
 			e.State, e.Since = urutauv1alpha1.LeaseMemberDrained, in.Now
 		}
 		if in.Expired && e.Reason == "" {
@@ -352,20 +333,20 @@ func planRelease(in releaseInput) releaseDecision {
 		left = append(left, e)
 	}
 	next.Spec.Members = kept
-	d := releaseDecision{Left: left, Done: len(left) == 0 || in.Expired}
+	d := ReleaseDecision{Left: left, Done: len(left) == 0 || in.Expired}
 	if len(kept) == 0 && next.Spec.Holder.UID == in.Self {
 		d.Delete = true
 		return d
 	}
 	d.Lease = next
-	d.Changed = !leaseSpecEqual(in.Current.Spec, next.Spec)
+	d.Changed = !SpecEqual(in.Current.Spec, next.Spec)
 	return d
 }
 
-func leaseSpecEqual(a, b urutauv1alpha1.ReaderLeaseSpec) bool {
+func SpecEqual(a, b urutauv1alpha1.ReaderLeaseSpec) bool {
 	a, b = *a.DeepCopy(), *b.DeepCopy()
-	sortEntries(a.Members)
-	sortEntries(b.Members)
+	SortEntries(a.Members)
+	SortEntries(b.Members)
 	if len(a.Members) == 0 {
 		a.Members = nil
 	}
@@ -375,7 +356,7 @@ func leaseSpecEqual(a, b urutauv1alpha1.ReaderLeaseSpec) bool {
 	return apiequality.Semantic.DeepEqual(a, b)
 }
 
-func sortEntries(es []urutauv1alpha1.LeaseMember) {
+func SortEntries(es []urutauv1alpha1.LeaseMember) {
 	slices.SortFunc(es, func(a, b urutauv1alpha1.LeaseMember) int {
 		return strings.Compare(a.Cluster+"\x00"+a.ClusterID+"\x00"+string(a.PipelineUID), b.Cluster+"\x00"+b.ClusterID+"\x00"+string(b.PipelineUID))
 	})
@@ -396,3 +377,20 @@ func sortedUnique(s []string) []string {
 	}
 	return sets.List(sets.New(s...))
 }
+
+// State is what a member that holds objects of a pipeline it no longer runs (departed
+// from the placement, or the pipeline is deleted) holds after a cleanup pass.
+type State int
+
+const (
+	// Holding: a coordinator StatefulSet or a reader pod is still there. It is the zero
+	// value, so a member nobody observed is treated as the unsafe case.
+	Holding State = iota
+	// Draining: no reader left, but other objects of the pipeline remain (e.g. a
+	// ScaledObject waiting on KEDA's finalizer). It no longer blocks a move.
+	Draining
+	// Empty: nothing of the pipeline is left.
+	Empty
+	// Unreachable: the member did not answer, or the hub cannot reach that cluster.
+	Unreachable
+)

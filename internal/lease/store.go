@@ -1,4 +1,4 @@
-package fleet
+package lease
 
 import (
 	"context"
@@ -12,12 +12,12 @@ import (
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
 )
 
-// indexLeasePipelines indexes ReaderLeases by the UID of every pipeline they record, so a
+// IndexPipelines indexes ReaderLeases by the UID of every pipeline they record, so a
 // pipeline finds its entries wherever they are (a lease of another identity included).
-const indexLeasePipelines = "urutau.io/lease-pipelines"
+const IndexPipelines = "urutau.io/lease-pipelines"
 
-// leasePipelineUIDs is the index function of indexLeasePipelines.
-func leasePipelineUIDs(o client.Object) []string {
+// PipelineUIDs is the index function of IndexPipelines.
+func PipelineUIDs(o client.Object) []string {
 	l, ok := o.(*urutauv1alpha1.ReaderLease)
 	if !ok {
 		return nil
@@ -29,30 +29,30 @@ func leasePipelineUIDs(o client.Object) []string {
 	return sortedUnique(uids)
 }
 
-// errLeaseChanged is a lease write that lost a race with another: the reconcile starts over with
+// ErrChanged is a lease write that lost a race with another: the reconcile starts over with
 // what the other wrote.
-var errLeaseChanged = errors.New("the reader lease changed since it was read")
+var ErrChanged = errors.New("the reader lease changed since it was read")
 
-// leaseStore reads and writes ReaderLeases on the hub. Reads come from the hub's cache; every
+// Store reads and writes ReaderLeases on the hub. Reads come from the hub's cache; every
 // write carries the resourceVersion read (create: none may exist), so a decision taken on a stale
 // read never lands.
-type leaseStore struct {
+type Store struct {
 	// client reads through the cache and writes to the hub; live reads the API server.
-	client    client.Client
-	live      client.Reader
-	namespace string
-	owner     string
+	Client    client.Client
+	Live      client.Reader
+	Namespace string
+	Owner     string
 }
 
 // get returns the lease name, or nil when there is none.
-func (s *leaseStore) get(ctx context.Context, name string) (*urutauv1alpha1.ReaderLease, error) {
-	return getLease(ctx, s.client, s.namespace, name)
+func (s *Store) Get(ctx context.Context, name string) (*urutauv1alpha1.ReaderLease, error) {
+	return getLease(ctx, s.Client, s.Namespace, name)
 }
 
 // getLive is get from the API server itself: a quorum read, for the decisions a stale cache
 // must not take.
-func (s *leaseStore) getLive(ctx context.Context, name string) (*urutauv1alpha1.ReaderLease, error) {
-	return getLease(ctx, s.live, s.namespace, name)
+func (s *Store) GetLive(ctx context.Context, name string) (*urutauv1alpha1.ReaderLease, error) {
+	return getLease(ctx, s.Live, s.Namespace, name)
 }
 
 func getLease(ctx context.Context, r client.Reader, ns, name string) (*urutauv1alpha1.ReaderLease, error) {
@@ -68,48 +68,48 @@ func getLease(ctx context.Context, r client.Reader, ns, name string) (*urutauv1a
 }
 
 // of lists the leases that record pipeline uid (as holder or in an entry).
-func (s *leaseStore) of(ctx context.Context, uid types.UID) ([]urutauv1alpha1.ReaderLease, error) {
+func (s *Store) Of(ctx context.Context, uid types.UID) ([]urutauv1alpha1.ReaderLease, error) {
 	list := &urutauv1alpha1.ReaderLeaseList{}
-	if err := s.client.List(ctx, list, client.InNamespace(s.namespace), client.MatchingFields{indexLeasePipelines: string(uid)}); err != nil {
+	if err := s.Client.List(ctx, list, client.InNamespace(s.Namespace), client.MatchingFields{IndexPipelines: string(uid)}); err != nil {
 		return nil, fmt.Errorf("listing the ReaderLeases of pipeline %s: %w", uid, err)
 	}
 	return list.Items, nil
 }
 
 // write records next, which was planned from current (nil: there was none). It returns the
-// lease as written. A lost race is errLeaseChanged.
-func (s *leaseStore) write(ctx context.Context, current, next *urutauv1alpha1.ReaderLease) (*urutauv1alpha1.ReaderLease, error) {
+// lease as written. A lost race is ErrChanged.
+func (s *Store) Write(ctx context.Context, current, next *urutauv1alpha1.ReaderLease) (*urutauv1alpha1.ReaderLease, error) {
 	out := next.DeepCopy()
-	out.Namespace = s.namespace
+	out.Namespace = s.Namespace
 	var err error
 	if current == nil {
 		out.ResourceVersion = ""
 		out.Labels = map[string]string{urutauv1alpha1.LabelManagedBy: urutauv1alpha1.ManagedByFleet}
-		err = s.client.Create(ctx, out, client.FieldOwner(s.owner))
+		err = s.Client.Create(ctx, out, client.FieldOwner(s.Owner))
 	} else {
 		out.ObjectMeta = *current.ObjectMeta.DeepCopy()
-		err = s.client.Update(ctx, out, client.FieldOwner(s.owner))
+		err = s.Client.Update(ctx, out, client.FieldOwner(s.Owner))
 	}
 	switch {
 	case apierrors.IsConflict(err), apierrors.IsAlreadyExists(err):
-		return nil, fmt.Errorf("%w: %s/%s: %w", errLeaseChanged, s.namespace, next.Name, err)
+		return nil, fmt.Errorf("%w: %s/%s: %w", ErrChanged, s.Namespace, next.Name, err)
 	case err != nil:
-		return nil, fmt.Errorf("writing ReaderLease %s/%s: %w", s.namespace, next.Name, err)
+		return nil, fmt.Errorf("writing ReaderLease %s/%s: %w", s.Namespace, next.Name, err)
 	}
 	return out, nil
 }
 
 // remove deletes current, if it has not changed since it was read.
-func (s *leaseStore) remove(ctx context.Context, current *urutauv1alpha1.ReaderLease) error {
+func (s *Store) Remove(ctx context.Context, current *urutauv1alpha1.ReaderLease) error {
 	uid, rv := current.UID, current.ResourceVersion
-	err := s.client.Delete(ctx, current, client.Preconditions{UID: &uid, ResourceVersion: &rv})
+	err := s.Client.Delete(ctx, current, client.Preconditions{UID: &uid, ResourceVersion: &rv})
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil
 	case apierrors.IsConflict(err):
-		return fmt.Errorf("%w: %s/%s: %w", errLeaseChanged, s.namespace, current.Name, err)
+		return fmt.Errorf("%w: %s/%s: %w", ErrChanged, s.Namespace, current.Name, err)
 	case err != nil:
-		return fmt.Errorf("deleting ReaderLease %s/%s: %w", s.namespace, current.Name, err)
+		return fmt.Errorf("deleting ReaderLease %s/%s: %w", s.Namespace, current.Name, err)
 	}
 	return nil
 }
@@ -118,18 +118,18 @@ func (s *leaseStore) remove(ctx context.Context, current *urutauv1alpha1.ReaderL
 // reader in member cluster (identity id): it holds the lease and the entry is Active. Creating a
 // coordinator StatefulSet starts a reader where none ran, so it never relies on the cache alone
 // (a reconcile that did not write the lease may have read an old one).
-func (s *leaseStore) mayCreateCoordinator(ctx context.Context, name string, uid types.UID, cluster, id string) error {
-	l, err := s.getLive(ctx, name)
+func (s *Store) MayCreateCoordinator(ctx context.Context, name string, uid types.UID, cluster, id string) error {
+	l, err := s.GetLive(ctx, name)
 	if err != nil {
 		return err
 	}
 	if l == nil || l.Spec.Holder.UID != uid {
-		return fmt.Errorf("%w: the pipeline does not hold ReaderLease %s/%s", errLeaseChanged, s.namespace, name)
+		return fmt.Errorf("%w: the pipeline does not hold ReaderLease %s/%s", ErrChanged, s.Namespace, name)
 	}
 	for _, e := range l.Spec.Members {
 		if e.PipelineUID == uid && e.Cluster == cluster && e.ClusterID == id && e.State == urutauv1alpha1.LeaseMemberActive {
 			return nil
 		}
 	}
-	return fmt.Errorf("%w: ReaderLease %s/%s has no active entry for cluster %q", errLeaseChanged, s.namespace, name, cluster)
+	return fmt.Errorf("%w: ReaderLease %s/%s has no active entry for cluster %q", ErrChanged, s.Namespace, name, cluster)
 }
