@@ -28,7 +28,7 @@ const AnnotationKEDAPrometheusAddress = inventory.KEDAPrometheusAddressKey
 // not waited for, and the others go on (isolation).
 func (r *CoordinatorReconciler) applyAll(ctx context.Context, p *urutauv1alpha1.CDCPipeline, w *world, pl *placed) map[string]memberResult {
 	key := client.ObjectKeyFromObject(p)
-	done, late := fanOut(ctx, r.fanOutOptions(pipelineWakeKey(p), "apply"), pl.decision.Run, func(ctx context.Context, m string) memberResult {
+	done, late := FanOut(ctx, r.fanOutOptions(PipelineWakeKey(p), "apply"), pl.decision.Run, func(ctx context.Context, m string) memberResult {
 		return r.applyOn(ctx, p, w, pl, m)
 	}, func(m string, err error) memberResult {
 		res := memberResult{obs: status.MemberObservation{Name: m}}
@@ -36,18 +36,18 @@ func (r *CoordinatorReconciler) applyAll(ctx context.Context, p *urutauv1alpha1.
 		return res
 	})
 	for _, m := range late {
-		done[m] = lateMember(p, m, r.members.knownIdentity(m))
+		done[m] = lateMember(p, m, r.members.KnownIdentity(m))
 	}
 	now := time.Now()
 	for m, res := range done {
-		k := workKey{pipeline: key, member: m}
+		k := WorkKey{Pipeline: key, Member: m}
 		switch {
 		case res.backingOff:
 		case res.err != nil:
-			res.retryIn = r.members.backoff.failed(k, res.obs, now)
+			res.retryIn = r.members.Backoff.Failed(k, res.obs, now)
 			done[m] = res
 		default:
-			r.members.backoff.succeeded(k)
+			r.members.Backoff.Succeeded(k)
 		}
 	}
 	return done
@@ -58,18 +58,18 @@ func (r *CoordinatorReconciler) applyOn(ctx context.Context, p *urutauv1alpha1.C
 	if d := w.denied[m]; d != nil {
 		return denied(m, w.ids[m], d)
 	}
-	if obs, left, waiting := r.members.backoff.waiting(workKey{pipeline: client.ObjectKeyFromObject(p), member: m}, time.Now()); waiting {
+	if obs, left, waiting := r.members.Backoff.Waiting(WorkKey{Pipeline: client.ObjectKeyFromObject(p), Member: m}, time.Now()); waiting {
 		return memberResult{obs: obs, backingOff: true, retryIn: left}
 	}
-	if down, msg := r.members.down(m); down {
+	if down, msg := r.members.Down(m); down {
 		res := memberResult{obs: status.MemberObservation{Name: m, ClusterID: w.ids[m]}}
-		res.fail(fmt.Errorf("cluster %q %w: %s", m, errMemberDown, msg))
+		res.fail(fmt.Errorf("cluster %q %w: %s", m, ErrDown, msg))
 		res.obs.Message, res.eventMessage = msg, msg
 		return res
 	}
-	c, err := r.members.conn(ctx, m)
+	c, err := r.members.Conn(ctx, m)
 	if err == nil {
-		err = r.members.sameCluster(ctx, c, w.ids[m])
+		err = r.members.SameCluster(ctx, c, w.ids[m])
 	}
 	if err != nil {
 		res := memberResult{obs: status.MemberObservation{Name: m, ClusterID: w.ids[m]}}
@@ -81,7 +81,7 @@ func (r *CoordinatorReconciler) applyOn(ctx context.Context, p *urutauv1alpha1.C
 		manager: ssa.FieldManagerFor(r.FieldManager, m), applier: &r.applier,
 		crossed:  func() { r.lookAgain.Store(client.ObjectKeyFromObject(p), true) },
 		boundary: w.boundary, hubNS: w.hubNS, member: w.inventory[m], leaseWritten: pl.wrote, leader: r.Leader,
-		cacheMayLag: r.Liveness.cacheMayLag(r.members.host(m), time.Now()),
+		cacheMayLag: r.Liveness.CacheMayLag(r.members.Host(m), time.Now()),
 		guard:       guardAdoption(p),
 	}
 	job.mayCreateCoordinator = func(ctx context.Context) error {
@@ -135,7 +135,7 @@ func lateMember(p *urutauv1alpha1.CDCPipeline, m, id string) memberResult {
 // answering (health.go), and the message says so, the same for every request and pipeline.
 func (r *CoordinatorReconciler) markTimedOut(member string) string {
 	msg := fmt.Sprintf("cluster %q does not answer: its requests time out (--member-timeout %s); the hub checks it every %s and does not wait for it meanwhile", member, r.MemberTimeout, r.HealthInterval)
-	if r.members.setHealth(member, memberHealth{checked: true, message: msg}) {
+	if r.members.SetHealth(member, Health{Checked: true, Message: msg}) {
 		r.requeue(r.pipelinesOn(context.Background(), member)...)
 	}
 	return msg

@@ -14,27 +14,27 @@ import (
 	"github.com/urutau-io/fleet/internal/status"
 )
 
-// memberBreaker keeps a member that hangs from holding the reconciles that include it. A member
+// Breaker keeps a member that hangs from holding the reconciles that include it. A member
 // that refuses connections fails at once, but one that drops packets or hangs makes each request
 // wait out --member-timeout. When a reconcile stops waiting for its work on a member (fanOut),
 // the member is slow until it answers: reconciles send it nothing new, so work does not pile up
 // there, and the pipelines that skipped it are reconciled again when it answers or its work ends.
 // (A member whose work timed out is down: memberSet's health says so until a check finds it
 // answering again; see health.go.)
-type memberBreaker struct {
+type Breaker struct {
 	mu   sync.Mutex
-	slow map[string]sets.Set[wakeKey]
+	slow map[string]sets.Set[WakeKey]
 }
 
-// wakeKey is a reconcile to bring back once a member answers: a pipeline's, or a ReaderLease's
+// WakeKey is a reconcile to bring back once a member answers: a pipeline's, or a ReaderLease's
 // (the tombstone replay, a controller with a queue of its own).
-type wakeKey struct {
+type WakeKey struct {
 	types.NamespacedName
-	lease bool
+	Lease bool
 }
 
-// skip tells whether k's reconcile must skip member because it is slow, and records that it did.
-func (b *memberBreaker) skip(member string, k wakeKey) bool {
+// Skip tells whether k's reconcile must Skip member because it is slow, and records that it did.
+func (b *Breaker) Skip(member string, k WakeKey) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if w, ok := b.slow[member]; ok {
@@ -44,30 +44,30 @@ func (b *memberBreaker) skip(member string, k wakeKey) bool {
 	return false
 }
 
-// markSlow records that a reconcile stopped waiting for its work on member.
-func (b *memberBreaker) markSlow(member string) {
+// MarkSlow records that a reconcile stopped waiting for its work on member.
+func (b *Breaker) MarkSlow(member string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if _, ok := b.slow[member]; ok {
 		return
 	}
 	if b.slow == nil {
-		b.slow = map[string]sets.Set[wakeKey]{}
+		b.slow = map[string]sets.Set[WakeKey]{}
 	}
-	b.slow[member] = sets.New[wakeKey]()
+	b.slow[member] = sets.New[WakeKey]()
 }
 
-// isSlow tells whether member is slow (see markSlow).
-func (b *memberBreaker) isSlow(member string) bool {
+// IsSlow tells whether member is slow (see markSlow).
+func (b *Breaker) IsSlow(member string) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	_, ok := b.slow[member]
 	return ok
 }
 
-// settle ends member's slow state (it answered, or its work ended) and returns the reconciles
+// Settle ends member's slow state (it answered, or its work ended) and returns the reconciles
 // that skipped it meanwhile, to be run again.
-func (b *memberBreaker) settle(member string) []wakeKey {
+func (b *Breaker) Settle(member string) []WakeKey {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	w, ok := b.slow[member]
@@ -78,71 +78,71 @@ func (b *memberBreaker) settle(member string) []wakeKey {
 	return w.UnsortedList()
 }
 
-func (b *memberBreaker) forget(member string) {
+func (b *Breaker) Forget(member string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	delete(b.slow, member)
 }
 
-// runningWork is the member work that runs, by pipeline and member, so a reconcile does not start
+// RunningWork is the member work that runs, by pipeline and member, so a reconcile does not start
 // work where that of an earlier one still runs (fanOut lets it outlive its reconcile).
-type runningWork struct {
+type RunningWork struct {
 	mu      sync.Mutex
-	running map[workKey]bool
+	running map[WorkKey]bool
 }
 
-// workKey is one pipeline's work on one member.
-type workKey struct {
-	pipeline types.NamespacedName
-	member   string
-	// lease marks the work of the tombstone replay on a ReaderLease named pipeline.
-	lease bool
+// WorkKey is one pipeline's work on one member.
+type WorkKey struct {
+	Pipeline types.NamespacedName
+	Member   string
+	// Lease marks the work of the tombstone replay on a ReaderLease named pipeline.
+	Lease bool
 }
 
-// pipelineWakeKey is the wakeKey of pipeline p's reconcile.
-func pipelineWakeKey(p client.Object) wakeKey {
-	return wakeKey{NamespacedName: client.ObjectKeyFromObject(p)}
+// PipelineWakeKey is the wakeKey of pipeline p's reconcile.
+func PipelineWakeKey(p client.Object) WakeKey {
+	return WakeKey{NamespacedName: client.ObjectKeyFromObject(p)}
 }
 
-// begin records that work on k starts, unless some already runs.
-func (w *runningWork) begin(k workKey) bool {
+// Begin records that work on k starts, unless some already runs.
+func (w *RunningWork) Begin(k WorkKey) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.running[k] {
 		return false
 	}
 	if w.running == nil {
-		w.running = map[workKey]bool{}
+		w.running = map[WorkKey]bool{}
 	}
 	w.running[k] = true
 	return true
 }
 
-// busy tells whether any work of pipeline's reconciles still runs on a member.
-func (w *runningWork) busy(pipeline types.NamespacedName) bool {
+// Busy tells whether any work of pipeline's reconciles still runs on a member.
+func (w *RunningWork) Busy(pipeline types.NamespacedName) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for k := range w.running {
-		if k.pipeline == pipeline && !k.lease {
+		if k.Pipeline == pipeline && !k.Lease {
 			return true
 		}
 	}
 	return false
 }
 
-func (w *runningWork) end(k workKey) {
+func (w *RunningWork) End(k WorkKey) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	delete(w.running, k)
 }
 
-// memberBackoff spaces the retries of one pipeline on one member that answered with an error (a
+// Backoff spaces the retries of one pipeline on one member that answered with an error (a
 // 403, a missing namespace): that member is retried on its own schedule, doubling from
 // backoffBase up to backoffMax, while the pipeline's other members go on at their own pace. The
 // reconcile reports the failure it last saw there meanwhile.
-type memberBackoff struct {
+type Backoff struct {
 	mu sync.Mutex
-	m  map[workKey]backoffEntry
+	m  map[WorkKey]backoffEntry
 }
 
 type backoffEntry struct {
@@ -156,9 +156,9 @@ const (
 	backoffMax  = 5 * time.Minute
 )
 
-// waiting tells whether k is backing off at now: then it returns the failure last seen there and
+// Waiting tells whether k is backing off at now: then it returns the failure last seen there and
 // how long is left.
-func (b *memberBackoff) waiting(k workKey, now time.Time) (status.MemberObservation, time.Duration, bool) {
+func (b *Backoff) Waiting(k WorkKey, now time.Time) (status.MemberObservation, time.Duration, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	e, ok := b.m[k]
@@ -168,12 +168,12 @@ func (b *memberBackoff) waiting(k workKey, now time.Time) (status.MemberObservat
 	return e.obs, e.until.Sub(now), true
 }
 
-// failed records a failure on k and returns how long k waits before its next try.
-func (b *memberBackoff) failed(k workKey, obs status.MemberObservation, now time.Time) time.Duration {
+// Failed records a failure on k and returns how long k waits before its next try.
+func (b *Backoff) Failed(k WorkKey, obs status.MemberObservation, now time.Time) time.Duration {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.m == nil {
-		b.m = map[workKey]backoffEntry{}
+		b.m = map[WorkKey]backoffEntry{}
 	}
 	e := b.m[k]
 	e.failures++
@@ -184,40 +184,40 @@ func (b *memberBackoff) failed(k workKey, obs status.MemberObservation, now time
 	return d
 }
 
-// succeeded ends k's backoff.
-func (b *memberBackoff) succeeded(k workKey) {
+// Succeeded ends k's backoff.
+func (b *Backoff) Succeeded(k WorkKey) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	delete(b.m, k)
 }
 
-func (b *memberBackoff) forgetMember(member string) {
+func (b *Backoff) ForgetMember(member string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for k := range b.m {
-		if k.member == member {
+		if k.Member == member {
 			delete(b.m, k)
 		}
 	}
 }
 
-func (b *memberBackoff) forgetPipeline(p types.NamespacedName) {
+func (b *Backoff) ForgetPipeline(p types.NamespacedName) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for k := range b.m {
-		if k.pipeline == p {
+		if k.Pipeline == p {
 			delete(b.m, k)
 		}
 	}
 }
 
-// errMemberDown is the error of a member skipped because its last check found it not answering;
+// ErrDown is the error of a member skipped because its last check found it not answering;
 // isUnreachable recognises it.
-var errMemberDown = errors.New("does not answer")
+var ErrDown = errors.New("does not answer")
 
-// isTimeout tells whether err is a request that ran out of time: the member's part of the
+// IsTimeout tells whether err is a request that ran out of time: the member's part of the
 // reconcile hit --member-timeout, or the connection timed out.
-func isTimeout(err error) bool {
+func IsTimeout(err error) bool {
 	if err == nil {
 		return false
 	}

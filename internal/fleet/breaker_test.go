@@ -19,60 +19,60 @@ import (
 
 func TestMemberBreakerSlow(t *testing.T) {
 	n1 := types.NamespacedName{Namespace: "ns", Name: "p1"}
-	p1, p2 := wakeKey{NamespacedName: n1}, wakeKey{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "p2"}}
+	p1, p2 := WakeKey{NamespacedName: n1}, WakeKey{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "p2"}}
 	// A ReaderLease's replay skipped the member too: it comes back in its own controller.
-	l1 := wakeKey{NamespacedName: n1, lease: true}
-	var b memberBreaker
-	if b.skip("m", p1) {
+	l1 := WakeKey{NamespacedName: n1, Lease: true}
+	var b Breaker
+	if b.Skip("m", p1) {
 		t.Fatal("a member never marked slow was skipped")
 	}
-	b.markSlow("m")
-	if !b.isSlow("m") || b.isSlow("other") {
+	b.MarkSlow("m")
+	if !b.IsSlow("m") || b.IsSlow("other") {
 		t.Fatal("isSlow does not tell the member marked slow")
 	}
-	for _, k := range []wakeKey{p1, p2, p1, l1} {
-		if !b.skip("m", k) {
+	for _, k := range []WakeKey{p1, p2, p1, l1} {
+		if !b.Skip("m", k) {
 			t.Fatal("a slow member was not skipped")
 		}
 	}
-	if b.skip("other", p1) {
+	if b.Skip("other", p1) {
 		t.Fatal("another member was skipped")
 	}
 	// settle ends the slow state and hands back each reconcile that skipped the member, once.
-	got := b.settle("m")
-	slices.SortFunc(got, func(a, b wakeKey) int {
+	got := b.Settle("m")
+	slices.SortFunc(got, func(a, b WakeKey) int {
 		if c := strings.Compare(a.Name, b.Name); c != 0 {
 			return c
 		}
-		return strings.Compare(fmt.Sprint(a.lease), fmt.Sprint(b.lease))
+		return strings.Compare(fmt.Sprint(a.Lease), fmt.Sprint(b.Lease))
 	})
-	if want := []wakeKey{p1, l1, p2}; !slices.Equal(got, want) || b.isSlow("m") {
-		t.Fatalf("settle = %v, slow after = %v; want %v, not slow", got, b.isSlow("m"), want)
+	if want := []WakeKey{p1, l1, p2}; !slices.Equal(got, want) || b.IsSlow("m") {
+		t.Fatalf("settle = %v, slow after = %v; want %v, not slow", got, b.IsSlow("m"), want)
 	}
-	if got := b.settle("m"); got != nil {
+	if got := b.Settle("m"); got != nil {
 		t.Fatalf("a second settle returned %v", got)
 	}
-	b.markSlow("n")
-	b.forget("n")
-	if b.isSlow("n") {
+	b.MarkSlow("n")
+	b.Forget("n")
+	if b.IsSlow("n") {
 		t.Fatal("forget left the slow state")
 	}
 }
 
 func TestRunningWork(t *testing.T) {
-	var w runningWork
-	k := workKey{pipeline: types.NamespacedName{Namespace: "ns", Name: "p"}, member: "m"}
-	if !w.begin(k) {
+	var w RunningWork
+	k := WorkKey{Pipeline: types.NamespacedName{Namespace: "ns", Name: "p"}, Member: "m"}
+	if !w.Begin(k) {
 		t.Fatal("first begin refused")
 	}
-	if w.begin(k) {
+	if w.Begin(k) {
 		t.Fatal("a second begin while the first runs was allowed")
 	}
-	if !w.begin(workKey{pipeline: k.pipeline, member: "other"}) {
+	if !w.Begin(WorkKey{Pipeline: k.Pipeline, Member: "other"}) {
 		t.Fatal("work on another member was refused")
 	}
-	w.end(k)
-	if !w.begin(k) {
+	w.End(k)
+	if !w.Begin(k) {
 		t.Fatal("begin after end refused")
 	}
 }
@@ -82,15 +82,15 @@ func TestRunningWork(t *testing.T) {
 func TestMemberBackoff(t *testing.T) {
 	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	p := types.NamespacedName{Namespace: "ns", Name: "p"}
-	k, other := workKey{pipeline: p, member: "m"}, workKey{pipeline: p, member: "n"}
-	var b memberBackoff
-	if _, _, waiting := b.waiting(k, t0); waiting {
+	k, other := WorkKey{Pipeline: p, Member: "m"}, WorkKey{Pipeline: p, Member: "n"}
+	var b Backoff
+	if _, _, waiting := b.Waiting(k, t0); waiting {
 		t.Fatal("a member that never failed is backing off")
 	}
 	obs := status.MemberObservation{Name: "m", Phase: "Degraded", Message: "forbidden"}
 	var delays []time.Duration
 	for i := range 12 {
-		delays = append(delays, b.failed(k, obs, t0.Add(time.Duration(i)*time.Hour)))
+		delays = append(delays, b.Failed(k, obs, t0.Add(time.Duration(i)*time.Hour)))
 	}
 	want := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second, 32 * time.Second,
 		64 * time.Second, 128 * time.Second, 256 * time.Second, backoffMax, backoffMax, backoffMax}
@@ -98,27 +98,27 @@ func TestMemberBackoff(t *testing.T) {
 		t.Fatalf("delays = %v, want %v", delays, want)
 	}
 	last := t0.Add(11 * time.Hour)
-	got, left, waiting := b.waiting(k, last.Add(time.Minute))
+	got, left, waiting := b.Waiting(k, last.Add(time.Minute))
 	if !waiting || left != backoffMax-time.Minute || got != obs {
 		t.Fatalf("waiting = %v, %v, %v; want the last failure, %v left", got, left, waiting, backoffMax-time.Minute)
 	}
-	if _, _, waiting := b.waiting(k, last.Add(backoffMax)); waiting {
+	if _, _, waiting := b.Waiting(k, last.Add(backoffMax)); waiting {
 		t.Fatal("still waiting once the backoff is over")
 	}
-	if _, _, waiting := b.waiting(other, last); waiting {
+	if _, _, waiting := b.Waiting(other, last); waiting {
 		t.Fatal("another member of the same pipeline is backing off")
 	}
-	b.succeeded(k)
-	if d := b.failed(k, obs, last); d != time.Second {
+	b.Succeeded(k)
+	if d := b.Failed(k, obs, last); d != time.Second {
 		t.Fatalf("after a success the backoff starts over at %v, want 1s", d)
 	}
-	b.failed(other, obs, last)
-	b.forgetMember("m")
-	if _, _, waiting := b.waiting(k, last); waiting {
+	b.Failed(other, obs, last)
+	b.ForgetMember("m")
+	if _, _, waiting := b.Waiting(k, last); waiting {
 		t.Fatal("forgetMember left the member's backoff")
 	}
-	b.forgetPipeline(p)
-	if _, _, waiting := b.waiting(other, last); waiting {
+	b.ForgetPipeline(p)
+	if _, _, waiting := b.Waiting(other, last); waiting {
 		t.Fatal("forgetPipeline left the pipeline's backoff")
 	}
 }
@@ -141,11 +141,11 @@ func TestIsTimeout(t *testing.T) {
 		{errors.New("forbidden"), false},
 		{nil, false},
 	} {
-		if got := isTimeout(tc.err); got != tc.want {
+		if got := IsTimeout(tc.err); got != tc.want {
 			t.Errorf("isTimeout(%v) = %v, want %v", tc.err, got, tc.want)
 		}
 	}
-	if !isUnreachable(fmt.Errorf("cluster %q %w: timed out", "m", errMemberDown)) {
+	if !IsUnreachable(fmt.Errorf("cluster %q %w: timed out", "m", ErrDown)) {
 		t.Error("a member found down is not reported unreachable")
 	}
 }
@@ -160,7 +160,7 @@ func TestWakeRoutesEachKeyToItsController(t *testing.T) {
 	var leases []types.NamespacedName
 	r.wakeLease = func(keys ...types.NamespacedName) { leases = append(leases, keys...) }
 	n := types.NamespacedName{Namespace: "urutau-system", Name: "mysql-1101-abc"}
-	r.wake(wakeKey{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "p"}}, wakeKey{NamespacedName: n, lease: true})
+	r.wake(WakeKey{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "p"}}, WakeKey{NamespacedName: n, Lease: true})
 	if q.Len() != 1 {
 		t.Fatalf("pipeline queue holds %d keys, want 1 (the pipeline)", q.Len())
 	}

@@ -12,7 +12,7 @@ func TestLivenessCacheMayLag(t *testing.T) {
 	l := &Liveness{}
 	l.sent("a", t0)
 	l.returned("a", true, t0)
-	if l.cacheMayLag("a", t0) {
+	if l.CacheMayLag("a", t0) {
 		t.Error("a member that always answered: cache suspect")
 	}
 	l.sent("a", t0)
@@ -27,11 +27,11 @@ func TestLivenessCacheMayLag(t *testing.T) {
 		{time.Second + memberCacheRecovery - time.Millisecond, true},
 		{time.Second + memberCacheRecovery, false},
 	} {
-		if got := l.cacheMayLag("a", t0.Add(tc.at)); got != tc.want {
+		if got := l.CacheMayLag("a", t0.Add(tc.at)); got != tc.want {
 			t.Errorf("at %s after an unanswered request at 1s: cacheMayLag = %v, want %v", tc.at, got, tc.want)
 		}
 	}
-	if l.cacheMayLag("b", t0) || (*Liveness)(nil).cacheMayLag("a", t0) {
+	if l.CacheMayLag("b", t0) || (*Liveness)(nil).CacheMayLag("a", t0) {
 		t.Error("an unknown member or no Liveness: cache suspect")
 	}
 }

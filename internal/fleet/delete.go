@@ -61,7 +61,7 @@ func (r *CoordinatorReconciler) reconcileDelete(ctx context.Context, p *urutauv1
 // release empties the members lease l records for the deleted pipeline p, and records what is
 // left. It returns the entries left.
 func (r *CoordinatorReconciler) release(ctx context.Context, p *urutauv1alpha1.CDCPipeline, l *urutauv1alpha1.ReaderLease, members []inventory.Member, expired bool) ([]urutauv1alpha1.LeaseMember, error) {
-	states := r.members.clean(ctx, r.fanOutOptions(pipelineWakeKey(p), "clean"), ownEntries(l, p.UID), members, r.markTimedOut)
+	states := r.members.clean(ctx, r.fanOutOptions(PipelineWakeKey(p), "clean"), ownEntries(l, p.UID), members, r.markTimedOut)
 	d := lease.PlanRelease(lease.ReleaseInput{
 		Self: p.UID, Current: l, Observed: states, Expired: expired, Now: metav1.Now().Rfc3339Copy(),
 		Reason: fmt.Sprintf("CDCPipeline %s/%s was deleted while this cluster could not be emptied within %s", p.Namespace, p.Name, r.TombstoneGrace),
@@ -125,7 +125,7 @@ func (r *CoordinatorReconciler) showDeleting(p *urutauv1alpha1.CDCPipeline, left
 	var inv []string
 	for _, e := range left {
 		phase, msg := urutauv1alpha1.ClusterDeleting, "removing"
-		if down, why := r.members.down(e.Cluster); down {
+		if down, why := r.members.Down(e.Cluster); down {
 			phase, msg = urutauv1alpha1.ClusterUnreachable, why
 		}
 		shown = append(shown, status.MemberObservation{Name: e.Cluster, ClusterID: e.ClusterID, Phase: phase, Message: msg})

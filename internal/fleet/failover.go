@@ -204,8 +204,8 @@ func (r *CoordinatorReconciler) observeFailover(p *urutauv1alpha1.CDCPipeline, m
 		in.Current = activeCandidate(w.lease, p, candidates)
 	}
 	for _, m := range candidates {
-		h := r.members.health(m)
-		in.Health[m] = candidateHealth{known: h.checked, up: h.up, lostSince: h.lostSince()}
+		h := r.members.Health(m)
+		in.Health[m] = candidateHealth{known: h.Checked, up: h.Up, lostSince: h.LostSince()}
 	}
 	d := chooseFailover(in)
 	w.failover = &failoverView{decision: d, current: in.Current, requested: in.Requested}

@@ -16,39 +16,39 @@ import (
 // tens of milliseconds (hack/bench, every size), a hung one never.
 const memberSilence = 500 * time.Millisecond
 
-// fanOutOptions tune fanOut.
-type fanOutOptions struct {
-	// what names the work in logs.
-	what string
-	// timeout bounds each member's work, waited for or not.
-	timeout time.Duration
-	// patience bounds the wait for each member.
-	patience time.Duration
-	// start tells whether work may start on member m (false: work of an earlier reconcile still
+// FanOutOptions tune fanOut.
+type FanOutOptions struct {
+	// What names the work in logs.
+	What string
+	// Timeout bounds each member's work, waited for or not.
+	Timeout time.Duration
+	// Patience bounds the wait for each member.
+	Patience time.Duration
+	// Start tells whether work may Start on member m (false: work of an earlier reconcile still
 	// runs there); nil means always.
-	start func(m string) bool
-	// slow is called for each member whose work goes on after the reconcile stopped waiting
+	Start func(m string) bool
+	// Slow is called for each member whose work goes on after the reconcile stopped waiting
 	// for it, before that work's end.
-	slow func(m string)
-	// end is called when the work on m returns; late tells that the reconcile had stopped
+	Slow func(m string)
+	// End is called when the work on m returns; late tells that the reconcile had stopped
 	// waiting for it.
-	end func(m string, late bool)
-	// giveUp tells whether to stop waiting for m, whose work began at begun: it stays silent, or
+	End func(m string, late bool)
+	// GiveUp tells whether to stop waiting for m, whose work began at begun: it stays silent, or
 	// another reconcile found it slow.
-	giveUp func(m string, begun time.Time) bool
+	GiveUp func(m string, begun time.Time) bool
 }
 
-// fanOut runs fn for every member concurrently, each under its own timeout, and returns the
+// FanOut runs fn for every member concurrently, each under its own timeout, and returns the
 // results of the members that answered in time. A panic in fn is recovered into failed's result
 // for that member: one member's bad day never takes the hub down. The others are late: members
 // whose work was not started (start said no) or was not waited for (giveUp, or patience ran
 // out). A hung member delays a reconcile by about memberSilence, not by its whole timeout: a
 // reconcile that waited for it held a worker, and with it every pipeline in the queue (measured
 // with hack/bench: one hung member more than doubled the convergence of the healthy ones).
-func fanOut[T any](ctx context.Context, o fanOutOptions, members []string, fn func(context.Context, string) T, failed func(string, error) T) (done map[string]T, late []string) {
+func FanOut[T any](ctx context.Context, o FanOutOptions, members []string, fn func(context.Context, string) T, failed func(string, error) T) (done map[string]T, late []string) {
 	run := &fanOutRun[T]{o: o, begun: time.Now(), ch: make(chan fanOutResult[T], len(members)), pending: map[string]bool{}}
 	for _, m := range members {
-		if o.start != nil && !o.start(m) {
+		if o.Start != nil && !o.Start(m) {
 			late = append(late, m)
 			continue
 		}
@@ -61,7 +61,7 @@ func fanOut[T any](ctx context.Context, o fanOutOptions, members []string, fn fu
 
 // fanOutRun is one fanOut: the results as they come, and whether the caller stopped waiting.
 type fanOutRun[T any] struct {
-	o       fanOutOptions
+	o       FanOutOptions
 	begun   time.Time
 	ch      chan fanOutResult[T]
 	pending map[string]bool
@@ -78,7 +78,7 @@ type fanOutResult[T any] struct {
 // work runs fn for m. It outlives the reconcile when it is not waited for: its context is not the
 // reconcile's (whose end would cancel it), only bounded by the timeout.
 func (r *fanOutRun[T]) work(ctx context.Context, m string, fn func(context.Context, string) T, failed func(string, error) T) {
-	mctx, cancel := context.WithTimeout(context.WithoutCancel(ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("cluster", m, "work", r.o.what))), r.o.timeout)
+	mctx, cancel := context.WithTimeout(context.WithoutCancel(ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("cluster", m, "work", r.o.What))), r.o.Timeout)
 	defer cancel()
 	v := runRecovered(mctx, m, fn, failed)
 	// Work waited for ends before the reconcile sees its result, so the next reconcile never
@@ -86,14 +86,14 @@ func (r *fanOutRun[T]) work(ctx context.Context, m string, fn func(context.Conte
 	r.mu.Lock()
 	wasLate := r.abandoned
 	if !wasLate {
-		if r.o.end != nil {
-			r.o.end(m, false)
+		if r.o.End != nil {
+			r.o.End(m, false)
 		}
 		r.ch <- fanOutResult[T]{m, v}
 	}
 	r.mu.Unlock()
-	if wasLate && r.o.end != nil {
-		r.o.end(m, true)
+	if wasLate && r.o.End != nil {
+		r.o.End(m, true)
 	}
 }
 
@@ -102,12 +102,12 @@ func (r *fanOutRun[T]) work(ctx context.Context, m string, fn func(context.Conte
 func (r *fanOutRun[T]) wait(ctx context.Context) map[string]T {
 	done := map[string]T{}
 	var tick <-chan time.Time
-	if r.o.giveUp != nil && len(r.pending) > 0 {
+	if r.o.GiveUp != nil && len(r.pending) > 0 {
 		t := time.NewTicker(20 * time.Millisecond)
 		defer t.Stop()
 		tick = t.C
 	}
-	timer := time.NewTimer(r.o.patience)
+	timer := time.NewTimer(r.o.Patience)
 	defer timer.Stop()
 	for len(r.pending) > 0 {
 		select {
@@ -118,7 +118,7 @@ func (r *fanOutRun[T]) wait(ctx context.Context) map[string]T {
 			return done
 		case <-tick:
 			for m := range r.pending {
-				if r.o.giveUp(m, r.begun) {
+				if r.o.GiveUp(m, r.begun) {
 					delete(r.pending, m)
 				}
 			}
@@ -149,8 +149,8 @@ func (r *fanOutRun[T]) finish(members []string, done map[string]T, late []string
 			continue
 		}
 		late = append(late, m)
-		if r.o.slow != nil {
-			r.o.slow(m)
+		if r.o.Slow != nil {
+			r.o.Slow(m)
 		}
 	}
 	return late

@@ -21,15 +21,15 @@ func newFanOutRecorder() *fanOutRecorder {
 	return &fanOutRecorder{ends: map[string]bool{}, endc: make(chan string, 10)}
 }
 
-func (f *fanOutRecorder) options(patience time.Duration) fanOutOptions {
-	return fanOutOptions{
-		timeout: time.Minute, patience: patience,
-		slow: func(m string) {
+func (f *fanOutRecorder) options(patience time.Duration) FanOutOptions {
+	return FanOutOptions{
+		Timeout: time.Minute, Patience: patience,
+		Slow: func(m string) {
 			f.mu.Lock()
 			defer f.mu.Unlock()
 			f.slow = append(f.slow, m)
 		},
-		end: func(m string, late bool) {
+		End: func(m string, late bool) {
 			f.mu.Lock()
 			f.ends[m] = late
 			f.mu.Unlock()
@@ -58,7 +58,7 @@ func work(hang map[string]bool, release <-chan struct{}) func(context.Context, s
 
 func TestFanOutWaitsForMembersThatAnswer(t *testing.T) {
 	rec := newFanOutRecorder()
-	done, late := fanOut(context.Background(), rec.options(time.Minute), []string{"a", "b", "c"}, work(nil, nil), failed)
+	done, late := FanOut(context.Background(), rec.options(time.Minute), []string{"a", "b", "c"}, work(nil, nil), failed)
 	if len(late) != 0 || len(done) != 3 || done["b"] != "answered b" {
 		t.Fatalf("done = %v, late = %v; want all three done", done, late)
 	}
@@ -73,8 +73,8 @@ func TestFanOutGoesOnWithoutAHungMember(t *testing.T) {
 	begun := time.Now()
 	// Patience of a minute: only giveUp (the member stays silent) can end the wait.
 	o := rec.options(time.Minute)
-	o.giveUp = func(m string, since time.Time) bool { return m == "hung" && time.Since(since) > 50*time.Millisecond }
-	done, late := fanOut(context.Background(), o, []string{"a", "hung", "b"}, work(map[string]bool{"hung": true}, release), failed)
+	o.GiveUp = func(m string, since time.Time) bool { return m == "hung" && time.Since(since) > 50*time.Millisecond }
+	done, late := FanOut(context.Background(), o, []string{"a", "hung", "b"}, work(map[string]bool{"hung": true}, release), failed)
 	if took := time.Since(begun); took > 20*time.Second {
 		t.Fatalf("fanOut waited %s for the hung member", took)
 	}
@@ -106,7 +106,7 @@ func TestFanOutPatienceBoundsALoneMember(t *testing.T) {
 	rec := newFanOutRecorder()
 	release := make(chan struct{})
 	defer close(release)
-	done, late := fanOut(context.Background(), rec.options(100*time.Millisecond), []string{"hung"},
+	done, late := FanOut(context.Background(), rec.options(100*time.Millisecond), []string{"hung"},
 		work(map[string]bool{"hung": true}, release), failed)
 	if len(done) != 0 || !slices.Equal(late, []string{"hung"}) {
 		t.Fatalf("done = %v, late = %v; want hung late after the patience", done, late)
@@ -118,8 +118,8 @@ func TestFanOutDoesNotStartWhereWorkRuns(t *testing.T) {
 	o := rec.options(time.Minute)
 	var ran []string
 	var mu sync.Mutex
-	o.start = func(m string) bool { return m != "busy" }
-	done, late := fanOut(context.Background(), o, []string{"a", "busy"}, func(_ context.Context, m string) string {
+	o.Start = func(m string) bool { return m != "busy" }
+	done, late := FanOut(context.Background(), o, []string{"a", "busy"}, func(_ context.Context, m string) string {
 		mu.Lock()
 		defer mu.Unlock()
 		ran = append(ran, m)
@@ -136,7 +136,7 @@ func TestFanOutDoesNotStartWhereWorkRuns(t *testing.T) {
 // A panic in one member's work is that member's failure, not the hub's end.
 func TestFanOutRecoversAPanic(t *testing.T) {
 	rec := newFanOutRecorder()
-	done, late := fanOut(context.Background(), rec.options(time.Minute), []string{"a", "boom"}, func(_ context.Context, m string) string {
+	done, late := FanOut(context.Background(), rec.options(time.Minute), []string{"a", "boom"}, func(_ context.Context, m string) string {
 		if m == "boom" {
 			panic("nil map")
 		}

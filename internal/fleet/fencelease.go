@@ -279,7 +279,7 @@ func (f *fenceRenewer) renewOne(ctx context.Context, k lease.Key) {
 // a refused connection (nothing was sent), an answer the hub refused before sending (not the
 // leader, another cluster), or an error the API server answered with that says it wrote nothing.
 func renewalMayLand(err error) bool {
-	if unsent(err) || errors.Is(err, errRenewalNotSent) {
+	if Unsent(err) || errors.Is(err, errRenewalNotSent) {
 		return false
 	}
 	var status apierrors.APIStatus
@@ -300,16 +300,16 @@ func (r *CoordinatorReconciler) renewFence(ctx context.Context, t fenceTarget) e
 	if err := r.Leader.Fresh(time.Now()); err != nil {
 		return fmt.Errorf("%w: %w", errRenewalNotSent, err)
 	}
-	c, err := r.members.conn(ctx, t.member)
+	c, err := r.members.Conn(ctx, t.member)
 	if err != nil {
 		return fmt.Errorf("%w: %w", errRenewalNotSent, err)
 	}
-	if err := r.members.sameCluster(ctx, c, t.clusterID); err != nil {
+	if err := r.members.SameCluster(ctx, c, t.clusterID); err != nil {
 		return fmt.Errorf("%w: %w", errRenewalNotSent, err)
 	}
 	p := &urutauv1alpha1.CDCPipeline{ObjectMeta: metav1.ObjectMeta{Namespace: t.pipeline.Namespace, Name: t.pipeline.Name, UID: t.pipeline.UID}}
 	fl := coordinator.FenceLease(p, r.fence.cfg.ttl, metav1.NowMicro())
-	return c.cached.Apply(ctx, fl, client.FieldOwner(ssa.FieldManagerFor(r.FieldManager, t.member)), client.ForceOwnership)
+	return c.Cached.Apply(ctx, fl, client.FieldOwner(ssa.FieldManagerFor(r.FieldManager, t.member)), client.ForceOwnership)
 }
 
 // fencedEntries are the entries with a fence when the hub starts leading, read live (the cache
@@ -400,24 +400,24 @@ func (r *CoordinatorReconciler) afterLeaseWritten(p *urutauv1alpha1.CDCPipeline,
 // StatefulSet can create no other: its template is fenced and its controller has rolled it out.
 // A member that does not answer in time is not (yet) known fenced.
 func (r *CoordinatorReconciler) podsFenced(ctx context.Context, p *urutauv1alpha1.CDCPipeline, member string) bool {
-	if down, _ := r.members.down(member); down {
+	if down, _ := r.members.Down(member); down {
 		return false
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.MemberTimeout/2)
 	defer cancel()
-	c, err := r.members.conn(ctx, member)
+	c, err := r.members.Conn(ctx, member)
 	if err != nil {
 		return false
 	}
 	sts := &appsv1.StatefulSet{}
-	if err := c.live.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: coordinator.CoordinatorName(p.Name)}, sts); err != nil {
+	if err := c.Live.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: coordinator.CoordinatorName(p.Name)}, sts); err != nil {
 		return false
 	}
 	if !fencedPod(sts.Spec.Template.Spec) || sts.Status.ObservedGeneration < sts.Generation || sts.Status.CurrentRevision != sts.Status.UpdateRevision {
 		return false
 	}
 	pods := &corev1.PodList{}
-	if err := c.live.List(ctx, pods, client.InNamespace(p.Namespace), client.MatchingLabels(coordinator.SelectorLabels(p.Name))); err != nil {
+	if err := c.Live.List(ctx, pods, client.InNamespace(p.Namespace), client.MatchingLabels(coordinator.SelectorLabels(p.Name))); err != nil {
 		return false
 	}
 	for _, pod := range pods.Items {

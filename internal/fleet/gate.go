@@ -18,7 +18,7 @@ import (
 // source identity that changed while another identity's lease still records the pipeline.
 func (r *CoordinatorReconciler) gate(p *urutauv1alpha1.CDCPipeline, w *world) (stop bool) {
 	terminal := p.Status.Terminated != nil || w.specErr != nil
-	if terminal && r.running.busy(client.ObjectKeyFromObject(p)) {
+	if terminal && r.running.Busy(client.ObjectKeyFromObject(p)) {
 		// Work an earlier reconcile started on a member (a slow member's apply or cleanup) is
 		// still in flight: acknowledging the termination now would promise no more member writes
 		// while it still writes. Its end brings the pipeline back (fanOutOptions.end).

@@ -30,13 +30,13 @@ func TestGateWaitsForRunningWorkBeforeAcknowledging(t *testing.T) {
 		return p.Status.Terminated.ObservedGeneration != 0
 	}
 
-	late := workKey{pipeline: key, member: "slow"}
-	r.running.begin(late)
-	r.running.begin(workKey{pipeline: types.NamespacedName{Namespace: "cdc", Name: "other"}, member: "slow"})
+	late := WorkKey{Pipeline: key, Member: "slow"}
+	r.running.Begin(late)
+	r.running.Begin(WorkKey{Pipeline: types.NamespacedName{Namespace: "cdc", Name: "other"}, Member: "slow"})
 	if acknowledged() {
 		t.Fatal("the termination was acknowledged while work on member slow still ran")
 	}
-	r.running.end(late)
+	r.running.End(late)
 	if !acknowledged() {
 		t.Fatal("the termination was not acknowledged once the work ended (another pipeline's work must not hold it)")
 	}

@@ -69,7 +69,7 @@ func (r *CoordinatorReconciler) memberEventHandler(name multicluster.ClusterName
 	// The provider engages a member by building these handlers: check it at once, so that a
 	// member found not engaged a moment ago is taken up without waiting for its next check.
 	if r.health != nil {
-		r.health.checkSoon(member)
+		r.health.CheckSoon(member)
 	}
 	enqueue := func(q queue, objs ...client.Object) {
 		for _, o := range objs {
@@ -154,7 +154,7 @@ func (r *CoordinatorReconciler) inventoryEventHandler(multicluster.ClusterName, 
 				!maps.Equal(e.ObjectOld.GetAnnotations(), e.ObjectNew.GetAnnotations())
 			if !relabelled {
 				// A new way to reach it: worth checking at once.
-				r.health.checkSoon(e.ObjectNew.GetName())
+				r.health.CheckSoon(e.ObjectNew.GetName())
 			}
 			enqueue(ctx, q, e.ObjectNew, relabelled)
 		},
@@ -170,12 +170,12 @@ func (r *CoordinatorReconciler) inventoryEventHandler(multicluster.ClusterName, 
 
 // forgetMember drops every piece of state kept about member, which left the inventory.
 func (r *CoordinatorReconciler) forgetMember(member string) {
-	r.members.forget(member)
+	r.members.Forget(member)
 	r.applier.ForgetMember(member)
-	r.health.forget(member)
+	r.health.Forget(member)
 	ctx, cancel := context.WithTimeout(context.Background(), hubWriteTimeout)
 	defer cancel()
-	if err := r.records.remove(ctx, member); err != nil {
+	if err := r.records.Remove(ctx, member); err != nil {
 		ctrl.Log.WithName("health").Error(err, "Removing the health record of a member that left", "cluster", member)
 	}
 }
@@ -184,7 +184,7 @@ func (r *CoordinatorReconciler) forgetMember(member string) {
 func (r *CoordinatorReconciler) publishHealth(ctx context.Context, member string) {
 	ctx, cancel := context.WithTimeout(ctx, hubWriteTimeout)
 	defer cancel()
-	if err := r.records.publish(ctx, member, r.members.health(member), r.members.knownIdentity(member)); err != nil {
+	if err := r.records.Publish(ctx, member, r.members.Health(member), r.members.KnownIdentity(member)); err != nil {
 		ctrl.Log.WithName("health").Error(err, "Publishing a member's health record", "cluster", member)
 	}
 }

@@ -14,24 +14,24 @@ import (
 	"github.com/urutau-io/fleet/internal/inventory"
 )
 
-// healthMonitor checks every member of the inventory on its own schedule, idle or not: one
+// Monitor checks every member of the inventory on its own schedule, idle or not: one
 // request (GET namespace kube-system, which also reads the member's identity) every interval,
 // with jitter, bounded by timeout. A member that stops answering, starts answering again,
 // disengages or changes identity calls changed, which brings back the pipelines and leases that
 // concern it; a check that finds nothing new writes nothing anywhere. Each member's check runs in
 // its own goroutine, so one that hangs delays no other.
-type healthMonitor struct {
-	members   *memberSet
-	inventory inventory.Inventory
-	interval  time.Duration
-	timeout   time.Duration
-	// changed is called when what a check found differs from the check before.
-	changed func(member string)
-	// checked is called after each check that found the member answering, with the monitor's
+type Monitor struct {
+	Members   *Set
+	Inventory inventory.Inventory
+	Interval  time.Duration
+	Timeout   time.Duration
+	// Changed is called when what a check found differs from the check before.
+	Changed func(member string)
+	// Checked is called after each check that found the member answering, with the monitor's
 	// context (not the check's deadline).
-	checked func(ctx context.Context, member string, c *memberConn)
-	// listed is called once, with the inventory of the first round.
-	listed     func(ctx context.Context, members []inventory.Member)
+	Checked func(ctx context.Context, member string, c *Conn)
+	// Listed is called once, with the inventory of the first round.
+	Listed     func(ctx context.Context, members []inventory.Member)
 	listedOnce sync.Once
 
 	mu      sync.Mutex
@@ -40,8 +40,8 @@ type healthMonitor struct {
 }
 
 // Start runs the checks until ctx ends (a manager Runnable).
-func (h *healthMonitor) Start(ctx context.Context) error {
-	tick := time.NewTicker(max(h.interval/4, 10*time.Millisecond))
+func (h *Monitor) Start(ctx context.Context) error {
+	tick := time.NewTicker(max(h.Interval/4, 10*time.Millisecond))
 	defer tick.Stop()
 	for {
 		h.round(ctx)
@@ -54,19 +54,19 @@ func (h *healthMonitor) Start(ctx context.Context) error {
 }
 
 // NeedLeaderElection: only the leader acts on what the checks find.
-func (h *healthMonitor) NeedLeaderElection() bool { return true }
+func (h *Monitor) NeedLeaderElection() bool { return true }
 
 // round starts the checks that are due.
-func (h *healthMonitor) round(ctx context.Context) {
-	members, err := h.inventory.Members(ctx)
+func (h *Monitor) round(ctx context.Context) {
+	members, err := h.Inventory.Members(ctx)
 	if err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "health checks: listing the cluster inventory")
 		return
 	}
 	now := time.Now()
 	h.prune(members)
-	if h.listed != nil {
-		h.listedOnce.Do(func() { h.listed(ctx, members) })
+	if h.Listed != nil {
+		h.listedOnce.Do(func() { h.Listed(ctx, members) })
 	}
 	for _, m := range members {
 		recordCredentialsExpiry(m)
@@ -81,7 +81,7 @@ func (h *healthMonitor) round(ctx context.Context) {
 }
 
 // due tells whether member's check should start now, and marks it running.
-func (h *healthMonitor) due(member string, now time.Time) bool {
+func (h *Monitor) due(member string, now time.Time) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.running[member] || now.Before(h.next[member]) {
@@ -96,16 +96,16 @@ func (h *healthMonitor) due(member string, now time.Time) bool {
 
 // done schedules member's next check: interval from now, give or take a fifth, so the checks of
 // many members spread out.
-func (h *healthMonitor) done(member string, now time.Time) {
-	jitter := time.Duration(rand.Int64N(int64(h.interval)/5+1)) - h.interval/10
+func (h *Monitor) done(member string, now time.Time) {
+	jitter := time.Duration(rand.Int64N(int64(h.Interval)/5+1)) - h.Interval/10
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	delete(h.running, member)
-	h.next[member] = now.Add(h.interval + jitter)
+	h.next[member] = now.Add(h.Interval + jitter)
 }
 
 // prune drops the schedules of members no longer in the inventory.
-func (h *healthMonitor) prune(members []inventory.Member) {
+func (h *Monitor) prune(members []inventory.Member) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	keep := map[string]bool{}
@@ -119,53 +119,53 @@ func (h *healthMonitor) prune(members []inventory.Member) {
 	}
 }
 
-// checkSoon has member checked at the next round (its inventory entry changed).
-func (h *healthMonitor) checkSoon(member string) {
+// CheckSoon has member checked at the next round (its inventory entry changed).
+func (h *Monitor) CheckSoon(member string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	delete(h.next, member)
 }
 
-// forget drops the schedule of a member that left.
-func (h *healthMonitor) forget(member string) {
-	h.checkSoon(member)
+// Forget drops the schedule of a member that left.
+func (h *Monitor) Forget(member string) {
+	h.CheckSoon(member)
 }
 
 // check makes one check of member and records what it found.
-func (h *healthMonitor) check(parent context.Context, member string) {
-	ctx, cancel := context.WithTimeout(parent, h.timeout)
+func (h *Monitor) check(parent context.Context, member string) {
+	ctx, cancel := context.WithTimeout(parent, h.Timeout)
 	defer cancel()
-	cl, err := h.members.mgr.GetCluster(ctx, multicluster.ClusterName(member))
+	cl, err := h.Members.Manager.GetCluster(ctx, multicluster.ClusterName(member))
 	if err != nil {
 		memberEngaged.WithLabelValues(member).Set(0)
-		h.record(member, memberHealth{checked: true, message: h.members.notEngagedMessage(member, err)}, "")
+		h.record(member, Health{Checked: true, Message: h.Members.NotEngagedMessage(member, err)}, "")
 		return
 	}
 	memberEngaged.WithLabelValues(member).Set(1)
-	c, err := h.members.clientsFor(member, cl)
+	c, err := h.Members.ClientsFor(member, cl)
 	if err != nil {
-		h.record(member, memberHealth{checked: true, engaged: true, message: err.Error()}, "")
+		h.record(member, Health{Checked: true, Engaged: true, Message: err.Error()}, "")
 		return
 	}
-	id, err := readIdentity(ctx, c.live)
+	id, err := ReadIdentity(ctx, c.Live)
 	if err != nil {
-		h.record(member, memberHealth{checked: true, engaged: true, message: downMessage(member, err, h.timeout)}, "")
+		h.record(member, Health{Checked: true, Engaged: true, Message: downMessage(member, err, h.Timeout)}, "")
 		return
 	}
-	h.record(member, memberHealth{checked: true, up: true, engaged: true, lastAnswer: time.Now()}, id)
-	if h.checked != nil {
-		h.checked(parent, member, c)
+	h.record(member, Health{Checked: true, Up: true, Engaged: true, LastAnswer: time.Now()}, id)
+	if h.Checked != nil {
+		h.Checked(parent, member, c)
 	}
 }
 
 // record keeps what a check found and tells changed when it differs.
-func (h *healthMonitor) record(member string, found memberHealth, id string) {
-	changed := h.members.setHealth(member, found)
-	if id != "" && h.members.setIdentity(member, id) {
+func (h *Monitor) record(member string, found Health, id string) {
+	changed := h.Members.SetHealth(member, found)
+	if id != "" && h.Members.SetIdentity(member, id) {
 		changed = true
 	}
-	if changed && h.changed != nil {
-		h.changed(member)
+	if changed && h.Changed != nil {
+		h.Changed(member)
 	}
 }
 
@@ -180,10 +180,10 @@ func notEngagedMessage(member string, err error) string {
 
 // downMessage says that member does not answer; a timeout reads the same every time.
 func downMessage(member string, err error, timeout time.Duration) string {
-	if isTimeout(err) {
+	if IsTimeout(err) {
 		return fmt.Sprintf("cluster %q does not answer: its health check timed out after %s", member, timeout)
 	}
-	if isUnreachable(err) {
+	if IsUnreachable(err) {
 		return fmt.Sprintf("cluster %q does not answer: %v", member, err)
 	}
 	return fmt.Sprintf("cluster %q answers its health check with an error: %v", member, err)

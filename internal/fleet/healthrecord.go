@@ -17,25 +17,25 @@ import (
 	"github.com/urutau-io/fleet/internal/inventory"
 )
 
-// healthRecords publishes what the health checks found about each member, so that people and
+// Records publishes what the health checks found about each member, so that people and
 // tools (`kubectl urutau members`) read the hub's own view rather than guess it from pipelines'
 // status: one coordination Lease per member in the lease namespace (the hub may already write
 // Leases there, so this needs no right on anything else). Written only when a check found
 // something new, and only by the leader: an idle fleet writes nothing.
-type healthRecords struct {
-	client client.Client
-	// live reads Leases from the API server: the hub keeps no Lease informer.
-	live      client.Reader
-	namespace string
-	// holder is the hub replica that writes (its host name).
-	holder   string
-	interval time.Duration
+type Records struct {
+	Client client.Client
+	// Live reads Leases from the API server: the hub keeps no Lease informer.
+	Live      client.Reader
+	Namespace string
+	// Holder is the hub replica that writes (its host name).
+	Holder   string
+	Interval time.Duration
 }
 
-// publish records what the last check of member found; a record that already says so is left
+// Publish records what the last check of member found; a record that already says so is left
 // alone.
-func (p healthRecords) publish(ctx context.Context, member string, h memberHealth, id string) error {
-	if p.client == nil {
+func (p Records) Publish(ctx context.Context, member string, h Health, id string) error {
+	if p.Client == nil {
 		return nil // a reconciler built without SetupWithManager (unit tests) publishes nothing
 	}
 	name := urutauv1alpha1.MemberHealthPrefix + member
@@ -44,37 +44,37 @@ func (p healthRecords) publish(ctx context.Context, member string, h memberHealt
 	}
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		old := &coordinationv1.Lease{}
-		err := p.live.Get(ctx, client.ObjectKey{Namespace: p.namespace, Name: name}, old)
+		err := p.Live.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: name}, old)
 		if apierrors.IsNotFound(err) {
-			return p.client.Create(ctx, healthRecord(p.namespace, member, h, id, p.holder, p.interval, nil, time.Now()))
+			return p.Client.Create(ctx, healthRecord(p.Namespace, member, h, id, p.Holder, p.Interval, nil, time.Now()))
 		}
 		if err != nil {
 			return err
 		}
-		want := healthRecord(p.namespace, member, h, id, p.holder, p.interval, old, time.Now())
+		want := healthRecord(p.Namespace, member, h, id, p.Holder, p.Interval, old, time.Now())
 		if sameRecord(old, want) {
 			return nil
 		}
-		return p.client.Update(ctx, want)
+		return p.Client.Update(ctx, want)
 	})
 }
 
-// remove deletes the record of a member that left the inventory.
-func (p healthRecords) remove(ctx context.Context, member string) error {
-	if p.client == nil {
+// Remove deletes the record of a member that left the inventory.
+func (p Records) Remove(ctx context.Context, member string) error {
+	if p.Client == nil {
 		return nil
 	}
-	rec := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: p.namespace, Name: urutauv1alpha1.MemberHealthPrefix + member}}
-	return client.IgnoreNotFound(p.client.Delete(ctx, rec))
+	rec := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: urutauv1alpha1.MemberHealthPrefix + member}}
+	return client.IgnoreNotFound(p.Client.Delete(ctx, rec))
 }
 
-// prune deletes the records of members no longer in the inventory (they left while no hub ran).
-func (p healthRecords) prune(ctx context.Context, members []inventory.Member) error {
-	if p.client == nil {
+// Prune deletes the records of members no longer in the inventory (they left while no hub ran).
+func (p Records) Prune(ctx context.Context, members []inventory.Member) error {
+	if p.Client == nil {
 		return nil
 	}
 	l := &coordinationv1.LeaseList{}
-	if err := p.live.List(ctx, l, client.InNamespace(p.namespace), client.MatchingLabels{urutauv1alpha1.LabelMemberHealth: "true"}); err != nil {
+	if err := p.Live.List(ctx, l, client.InNamespace(p.Namespace), client.MatchingLabels{urutauv1alpha1.LabelMemberHealth: "true"}); err != nil {
 		return err
 	}
 	keep := map[string]bool{}
@@ -83,7 +83,7 @@ func (p healthRecords) prune(ctx context.Context, members []inventory.Member) er
 	}
 	for i := range l.Items {
 		if member := l.Items[i].Annotations[urutauv1alpha1.AnnotationMember]; !keep[member] {
-			if err := client.IgnoreNotFound(p.client.Delete(ctx, &l.Items[i])); err != nil {
+			if err := client.IgnoreNotFound(p.Client.Delete(ctx, &l.Items[i])); err != nil {
 				return err
 			}
 		}
@@ -94,7 +94,7 @@ func (p healthRecords) prune(ctx context.Context, members []inventory.Member) er
 // healthRecord is the record of what a check of member found, as a change of old (nil: none
 // yet) at now. acquireTime says since when the member has been reachable (or not): it moves only
 // when that flips.
-func healthRecord(namespace, member string, h memberHealth, id, holder string, interval time.Duration, old *coordinationv1.Lease, now time.Time) *coordinationv1.Lease {
+func healthRecord(namespace, member string, h Health, id, holder string, interval time.Duration, old *coordinationv1.Lease, now time.Time) *coordinationv1.Lease {
 	rec := &coordinationv1.Lease{}
 	if old != nil {
 		rec = old.DeepCopy()
@@ -105,9 +105,9 @@ func healthRecord(namespace, member string, h memberHealth, id, holder string, i
 	wasReachable := rec.Annotations[urutauv1alpha1.AnnotationReachable]
 	rec.Annotations = mergeString(rec.Annotations, map[string]string{
 		urutauv1alpha1.AnnotationMember:         member,
-		urutauv1alpha1.AnnotationReachable:      conditionWord(h.up),
-		urutauv1alpha1.AnnotationEngaged:        conditionWord(h.engaged),
-		urutauv1alpha1.AnnotationHealthMessage:  h.message,
+		urutauv1alpha1.AnnotationReachable:      conditionWord(h.Up),
+		urutauv1alpha1.AnnotationEngaged:        conditionWord(h.Engaged),
+		urutauv1alpha1.AnnotationHealthMessage:  h.Message,
 		urutauv1alpha1.AnnotationHealthInterval: interval.String(),
 		urutauv1alpha1.AnnotationClusterID:      id,
 	})
@@ -115,11 +115,11 @@ func healthRecord(namespace, member string, h memberHealth, id, holder string, i
 		rec.Annotations[urutauv1alpha1.AnnotationClusterID] = old.Annotations[urutauv1alpha1.AnnotationClusterID]
 	}
 	rec.Spec.HolderIdentity = &holder
-	if wasReachable != conditionWord(h.up) || rec.Spec.AcquireTime == nil {
+	if wasReachable != conditionWord(h.Up) || rec.Spec.AcquireTime == nil {
 		rec.Spec.AcquireTime = &metav1.MicroTime{Time: now.Truncate(time.Second)}
 	}
-	if !h.lastAnswer.IsZero() {
-		rec.Spec.RenewTime = &metav1.MicroTime{Time: h.lastAnswer.Truncate(time.Second)}
+	if !h.LastAnswer.IsZero() {
+		rec.Spec.RenewTime = &metav1.MicroTime{Time: h.LastAnswer.Truncate(time.Second)}
 	}
 	return rec
 }

@@ -12,7 +12,7 @@ import (
 // of the check differs: a new leader, or a check that found nothing new, writes nothing.
 func TestHealthRecord(t *testing.T) {
 	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
-	up := memberHealth{checked: true, up: true, engaged: true, lastAnswer: t0}
+	up := Health{Checked: true, Up: true, Engaged: true, LastAnswer: t0}
 	first := healthRecord("urutau-system", "eu-1", up, "uid-1", "hub-a", 30*time.Second, nil, t0)
 	if first.Name != "urutau-member-eu-1" || first.Namespace != "urutau-system" || first.Labels[urutauv1alpha1.LabelMemberHealth] != "true" {
 		t.Fatalf("record %s/%s labels %v", first.Namespace, first.Name, first.Labels)
@@ -30,7 +30,7 @@ func TestHealthRecord(t *testing.T) {
 	}
 
 	// Another leader checks a minute later and finds the same: nothing to write.
-	again := healthRecord("urutau-system", "eu-1", memberHealth{checked: true, up: true, engaged: true, lastAnswer: t0.Add(time.Minute)},
+	again := healthRecord("urutau-system", "eu-1", Health{Checked: true, Up: true, Engaged: true, LastAnswer: t0.Add(time.Minute)},
 		"uid-1", "hub-b", 30*time.Second, first, t0.Add(time.Minute))
 	if !sameRecord(first, again) {
 		t.Error("a check that found nothing new would write the record")
@@ -39,7 +39,7 @@ func TestHealthRecord(t *testing.T) {
 	// The member stops answering: False since now, the last answer kept (setHealth keeps it),
 	// the identity kept though the failed check read none.
 	t1 := t0.Add(10 * time.Minute)
-	down := healthRecord("urutau-system", "eu-1", memberHealth{checked: true, engaged: true, message: "timed out", lastAnswer: t0},
+	down := healthRecord("urutau-system", "eu-1", Health{Checked: true, Engaged: true, Message: "timed out", LastAnswer: t0},
 		"", "hub-a", 30*time.Second, first, t1)
 	if sameRecord(first, down) {
 		t.Fatal("going down is not a change")
@@ -53,7 +53,7 @@ func TestHealthRecord(t *testing.T) {
 	}
 
 	// Still down, another reason: the message changes, "since" does not.
-	other := healthRecord("urutau-system", "eu-1", memberHealth{checked: true, message: "no connection", lastAnswer: t0},
+	other := healthRecord("urutau-system", "eu-1", Health{Checked: true, Message: "no connection", LastAnswer: t0},
 		"", "hub-a", 30*time.Second, down, t1.Add(time.Minute))
 	if sameRecord(down, other) || !other.Spec.AcquireTime.Equal(down.Spec.AcquireTime) || other.Annotations[urutauv1alpha1.AnnotationEngaged] != "False" {
 		t.Errorf("a new reason while down: since %v (want %v), engaged %q", other.Spec.AcquireTime, down.Spec.AcquireTime, other.Annotations[urutauv1alpha1.AnnotationEngaged])

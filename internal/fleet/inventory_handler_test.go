@@ -36,7 +36,7 @@ func TestInventoryEventHandler(t *testing.T) {
 	rl := &urutauv1alpha1.ReaderLease{ObjectMeta: metav1.ObjectMeta{Namespace: "urutau-system", Name: "mysql-1101"},
 		Spec: urutauv1alpha1.ReaderLeaseSpec{Members: []urutauv1alpha1.LeaseMember{{Cluster: "m", ClusterID: "id-m",
 			PipelineUID: "uid-applying", PipelineNamespace: "cdc", PipelineName: "applying-on-m", State: urutauv1alpha1.LeaseMemberActive}}}}
-	r := &CoordinatorReconciler{health: &healthMonitor{}, leases: lease.Store{Namespace: "urutau-system"}, Client: fake.NewClientBuilder().WithScheme(scheme).
+	r := &CoordinatorReconciler{health: &Monitor{}, leases: lease.Store{Namespace: "urutau-system"}, Client: fake.NewClientBuilder().WithScheme(scheme).
 		WithObjects(pipeline("on-m", "a", "m"), pipeline("elsewhere", "a"), pipeline("nowhere"), applying, rl).
 		WithStatusSubresource(&urutauv1alpha1.CDCPipeline{}).Build()}
 	h := r.inventoryEventHandler("", nil)
@@ -94,11 +94,11 @@ func TestInventoryEventHandler(t *testing.T) {
 		t.Fatal("after a new kubeconfig the member's next health check is not brought forward")
 	}
 	// A member that leaves takes what was kept about it.
-	r.members.setHealth("m", memberHealth{checked: true, up: true})
+	r.members.SetHealth("m", Health{Checked: true, Up: true})
 	queued(func(ctx context.Context, q workqueue.TypedRateLimitingInterface[mcreconcile.Request]) {
 		h.Delete(ctx, event.TypedDeleteEvent[client.Object]{Object: old}, q)
 	})
-	if h := r.members.health("m"); h.checked {
+	if h := r.members.Health("m"); h.Checked {
 		t.Fatal("the health of a member that left was kept")
 	}
 }

@@ -44,7 +44,7 @@ func TestLateWritesAreFenced(t *testing.T) {
 			req, _ := http.NewRequest(tc.method, "https://m/apis/apps/v1/namespaces/x/statefulsets/p-coordinator", nil)
 			sent := time.Now()
 			_, _ = rt.RoundTrip(req)
-			until, fenced := l.writeMayLand("https://m", time.Now())
+			until, fenced := l.WriteMayLand("https://m", time.Now())
 			if fenced != tc.fenced {
 				t.Fatalf("writeMayLand = %v, want %v", fenced, tc.fenced)
 			}

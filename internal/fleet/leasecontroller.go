@@ -32,11 +32,11 @@ type LeaseReconciler struct {
 	client    client.Client
 	apiReader client.Reader
 	inventory inventory.Inventory
-	members   *memberSet
+	members   *Set
 	leases    *lease.Store
 	recorder  events.EventRecorder
 	// options are the fan-out options of the work on one lease's members.
-	options func(key types.NamespacedName) fanOutOptions
+	options func(key types.NamespacedName) FanOutOptions
 	// timedOut marks a member whose requests timed out.
 	timedOut func(member string) string
 	// pipelineBusy tells whether a pipeline's own reconciles still have work running on a member.
@@ -156,7 +156,7 @@ func (r *LeaseReconciler) reportReplayed(l *urutauv1alpha1.ReaderLease, uid type
 func (r *LeaseReconciler) knownIdentities(members []inventory.Member) map[string]string {
 	ids := map[string]string{}
 	for _, m := range members {
-		if id := r.members.knownIdentity(m.Name); id != "" {
+		if id := r.members.KnownIdentity(m.Name); id != "" {
 			ids[m.Name] = id
 		}
 	}

@@ -41,7 +41,7 @@ func TestLeaseReplayWaitsForThePipelinesRunningWork(t *testing.T) {
 			PipelineUID: p1.UID, PipelineNamespace: p1.Namespace, PipelineName: p1.Name, State: urutauv1alpha1.LeaseMemberActive}}}}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(rl).Build() // p1 itself is gone
 	var asked []types.NamespacedName
-	r := &LeaseReconciler{client: c, apiReader: c, inventory: oneMember{}, members: &memberSet{},
+	r := &LeaseReconciler{client: c, apiReader: c, inventory: oneMember{}, members: &Set{},
 		leases:       &lease.Store{Client: c, Live: c, Namespace: "urutau-system"},
 		pipelineBusy: func(k types.NamespacedName) bool { asked = append(asked, k); return true },
 	}

@@ -49,9 +49,9 @@ type memberResult struct {
 
 // fail classifies err into the result.
 func (res *memberResult) fail(err error) {
-	if isUnreachable(err) {
+	if IsUnreachable(err) {
 		res.unreachable = true
-		res.timedOut = isTimeout(err)
+		res.timedOut = IsTimeout(err)
 		res.obs.Phase = urutauv1alpha1.ClusterUnreachable
 		res.obs.Message = "cluster does not answer: " + err.Error()
 		res.eventReason = EventClusterUnreachable
@@ -71,7 +71,7 @@ func (res *memberResult) fail(err error) {
 // coordinator StatefulSet, and the ScaledObjects (with pruning).
 type applyJob struct {
 	p        *urutauv1alpha1.CDCPipeline
-	conn     *memberConn
+	conn     *Conn
 	id       string
 	settings coordinator.Settings
 	manager  string
@@ -104,20 +104,20 @@ type applyJob struct {
 // created while the member did not answer, or still show one deleted then.
 func (j *applyJob) reader() client.Reader {
 	if j.cacheMayLag {
-		return j.conn.live
+		return j.conn.Live
 	}
-	return j.conn.cached
+	return j.conn.Cached
 }
 
 func (j *applyJob) run(ctx context.Context) (res memberResult) {
-	res.obs = status.MemberObservation{Name: j.conn.name, ClusterID: j.id}
+	res.obs = status.MemberObservation{Name: j.conn.Name, ClusterID: j.id}
 	start := time.Now()
-	defer func() { memberDuration.WithLabelValues(j.conn.name).Observe(time.Since(start).Seconds()) }()
+	defer func() { memberDuration.WithLabelValues(j.conn.Name).Observe(time.Since(start).Seconds()) }()
 	w, err := coordinator.Render(j.p, j.settings)
 	if err != nil {
 		// The hub-wide render succeeded, so this is the member's override: terminal.
-		msg := fmt.Sprintf("rendering for cluster %q: %v", j.conn.name, err)
-		res.terminate(urutauv1alpha1.ReasonInvalidSpec, j.conn.name, msg, EventInvalidSpec)
+		msg := fmt.Sprintf("rendering for cluster %q: %v", j.conn.Name, err)
+		res.terminate(urutauv1alpha1.ReasonInvalidSpec, j.conn.Name, msg, EventInvalidSpec)
 		return res
 	}
 	reads := j.prefetch(ctx, w)
@@ -166,7 +166,7 @@ func (j *applyJob) prefetch(ctx context.Context, w *coordinator.Workload) member
 	for _, ref := range w.RequiredSecrets {
 		r.secrets = append(r.secrets, prefetch(func() (*corev1.Secret, error) {
 			s := &corev1.Secret{}
-			return s, j.conn.live.Get(ctx, client.ObjectKey{Namespace: j.p.Namespace, Name: ref.Name}, s)
+			return s, j.conn.Live.Get(ctx, client.ObjectKey{Namespace: j.p.Namespace, Name: ref.Name}, s)
 		}))
 	}
 	if !j.mayHaveStaleScaledObjects(w) {
@@ -175,7 +175,7 @@ func (j *applyJob) prefetch(ctx context.Context, w *coordinator.Workload) member
 	r.scaledObjects = prefetch(func() (*unstructured.UnstructuredList, error) {
 		list := &unstructured.UnstructuredList{}
 		list.SetGroupVersionKind(scaledObjectListGVK)
-		return list, j.conn.live.List(ctx, list, client.InNamespace(j.p.Namespace), client.MatchingLabels{urutauv1alpha1.LabelHubPipelineUID: string(j.p.UID)})
+		return list, j.conn.Live.List(ctx, list, client.InNamespace(j.p.Namespace), client.MatchingLabels{urutauv1alpha1.LabelHubPipelineUID: string(j.p.UID)})
 	})
 	return r
 }
@@ -188,14 +188,14 @@ func (j *applyJob) prefetch(ctx context.Context, w *coordinator.Workload) member
 func (j *applyJob) mayHaveStaleScaledObjects(w *coordinator.Workload) bool {
 	placed := false
 	for _, c := range j.p.Status.Clusters {
-		placed = placed || (c.Name == j.conn.name && c.ObservedGeneration > 0)
+		placed = placed || (c.Name == j.conn.Name && c.ObservedGeneration > 0)
 	}
 	if !placed {
 		// Nothing of the pipeline is there yet: nothing can be stale after this apply.
-		j.applier.RecordPruned(j.conn.name, j.p.UID, scaledObjectSet(w))
+		j.applier.RecordPruned(j.conn.Name, j.p.UID, scaledObjectSet(w))
 		return false
 	}
-	return !j.applier.PrunedFor(j.conn.name, j.p.UID, scaledObjectSet(w))
+	return !j.applier.PrunedFor(j.conn.Name, j.p.UID, scaledObjectSet(w))
 }
 
 // scaledObjectSet names the wanted ScaledObjects, as the prune record keeps them.
@@ -223,7 +223,7 @@ func (j *applyJob) applySupporting(ctx context.Context, res *memberResult, w *co
 	} {
 		req, err := build()
 		if err == nil {
-			err = j.apply(ctx, res, req, j.conn.cached)
+			err = j.apply(ctx, res, req, j.conn.Cached)
 		}
 		if !j.boundaryAllows(res, err) {
 			return false
@@ -241,7 +241,7 @@ func (j *applyJob) applyNetworkPolicy(ctx context.Context, res *memberResult, w 
 		if err != nil {
 			return err
 		}
-		return j.apply(ctx, res, req, j.conn.cached)
+		return j.apply(ctx, res, req, j.conn.Cached)
 	}
 	np := &networkingv1.NetworkPolicy{}
 	err := j.reader().Get(ctx, client.ObjectKey{Namespace: j.p.Namespace, Name: coordinator.CoordinatorName(j.p.Name)}, np)
@@ -249,11 +249,11 @@ func (j *applyJob) applyNetworkPolicy(ctx context.Context, res *memberResult, w 
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("reading NetworkPolicy %s/%s in cluster %q: %w", j.p.Namespace, np.Name, j.conn.name, err)
+		return fmt.Errorf("reading NetworkPolicy %s/%s in cluster %q: %w", j.p.Namespace, np.Name, j.conn.Name, err)
 	}
 	uid, rv := np.UID, np.ResourceVersion
-	if err := j.conn.cached.Delete(ctx, np, client.Preconditions{UID: &uid, ResourceVersion: &rv}); client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
-		return fmt.Errorf("deleting NetworkPolicy %s/%s in cluster %q: %w", j.p.Namespace, np.Name, j.conn.name, err)
+	if err := j.conn.Cached.Delete(ctx, np, client.Preconditions{UID: &uid, ResourceVersion: &rv}); client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
+		return fmt.Errorf("deleting NetworkPolicy %s/%s in cluster %q: %w", j.p.Namespace, np.Name, j.conn.Name, err)
 	}
 	res.wrote++
 	return nil
@@ -268,7 +268,7 @@ func (j *applyJob) apply(ctx context.Context, res *memberResult, req *ssa.Reques
 		}
 		return j.leader.Fresh(time.Now())
 	}
-	wrote, err := j.applier.Apply(ctx, cached, j.conn.live, j.conn.cached, j.conn.name, j.manager, req)
+	wrote, err := j.applier.Apply(ctx, cached, j.conn.Live, j.conn.Cached, j.conn.Name, j.manager, req)
 	if req.Crossed() && j.crossed != nil {
 		j.crossed()
 	}
@@ -285,8 +285,8 @@ func (j *applyJob) secretsReady(ctx context.Context, res *memberResult, w *coord
 	for i, ref := range w.RequiredSecrets {
 		s, err := reads.secrets[i]()
 		switch {
-		case isUnreachable(err):
-			res.fail(fmt.Errorf("reading Secret %s/%s in cluster %q: %w", j.p.Namespace, ref.Name, j.conn.name, err))
+		case IsUnreachable(err):
+			res.fail(fmt.Errorf("reading Secret %s/%s in cluster %q: %w", j.p.Namespace, ref.Name, j.conn.Name, err))
 			return false
 		case err != nil:
 			msg := fmt.Sprintf("waiting for Secret %s/%s (key %q): %v", j.p.Namespace, ref.Name, ref.Key, errMessage(err))
@@ -295,8 +295,8 @@ func (j *applyJob) secretsReady(ctx context.Context, res *memberResult, w *coord
 			res.eventReason, res.eventMessage = EventSecretNotReady, msg
 			return false
 		case len(s.Data[ref.Key]) == 0:
-			msg := fmt.Sprintf("Secret %s/%s in cluster %q has no key %q", j.p.Namespace, ref.Name, j.conn.name, ref.Key)
-			res.terminate(urutauv1alpha1.ReasonSecretValidationFailed, j.conn.name, msg, EventInvalidSecret)
+			msg := fmt.Sprintf("Secret %s/%s in cluster %q has no key %q", j.p.Namespace, ref.Name, j.conn.Name, ref.Key)
+			res.terminate(urutauv1alpha1.ReasonSecretValidationFailed, j.conn.Name, msg, EventInvalidSecret)
 			return false
 		}
 		read[ref.Name] = s
@@ -310,7 +310,7 @@ func (j *applyJob) secretsReady(ctx context.Context, res *memberResult, w *coord
 		res.eventReason, res.eventMessage = EventSecretNotReady, res.obs.Message
 		return false
 	case errors.As(err, &d):
-		*res = denied(j.conn.name, j.id, d)
+		*res = denied(j.conn.Name, j.id, d)
 		j.stopCoordinator(ctx, res, w)
 		return false
 	}
@@ -324,7 +324,7 @@ func (j *applyJob) boundaryAllows(res *memberResult, err error) bool {
 	var c *adopt.Conflict
 	switch {
 	case errors.As(err, &d):
-		*res = denied(j.conn.name, j.id, d)
+		*res = denied(j.conn.Name, j.id, d)
 		return false
 	case errors.Is(err, errNotLeading):
 		// Not a failure of the member: this replica is about to stop, another one leads.
@@ -365,7 +365,7 @@ func (j *applyJob) applyCoordinator(ctx context.Context, res *memberResult, w *c
 	}
 	req.BeforeCreate, req.ConfirmAbsent = j.mayCreateCoordinator, !j.leaseWritten
 	before := res.wrote
-	if err := j.apply(ctx, res, req, j.conn.cached); !j.boundaryAllows(res, err) {
+	if err := j.apply(ctx, res, req, j.conn.Cached); !j.boundaryAllows(res, err) {
 		return nil, false
 	}
 	if res.wrote == before {
@@ -389,7 +389,7 @@ func (j *applyJob) applyScaledObjects(ctx context.Context, w *coordinator.Worklo
 		want.Insert(so.Name)
 		req, err := ssa.Unstructured("ScaledObject", so)
 		if err == nil {
-			err = j.apply(ctx, &res, req, j.conn.live)
+			err = j.apply(ctx, &res, req, j.conn.Live)
 		}
 		switch {
 		case err != nil && kedaMissing(err):
@@ -408,13 +408,13 @@ func (j *applyJob) applyScaledObjects(ctx context.Context, w *coordinator.Worklo
 	case err != nil && kedaMissing(err):
 		return "", res.wrote, nil
 	case err != nil:
-		return "", res.wrote, fmt.Errorf("listing ScaledObjects in cluster %q: %w", j.conn.name, err)
+		return "", res.wrote, fmt.Errorf("listing ScaledObjects in cluster %q: %w", j.conn.Name, err)
 	}
-	pruned, err := pruneScaledObjects(ctx, j.conn.cached, list, want)
+	pruned, err := pruneScaledObjects(ctx, j.conn.Cached, list, want)
 	if err != nil {
-		return "", res.wrote + pruned, fmt.Errorf("pruning ScaledObjects in cluster %q: %w", j.conn.name, err)
+		return "", res.wrote + pruned, fmt.Errorf("pruning ScaledObjects in cluster %q: %w", j.conn.Name, err)
 	}
-	j.applier.RecordPruned(j.conn.name, j.p.UID, scaledObjectSet(w))
+	j.applier.RecordPruned(j.conn.Name, j.p.UID, scaledObjectSet(w))
 	return "", res.wrote + pruned, nil
 }
 

@@ -48,7 +48,7 @@ type departedResult struct {
 
 // cleanJob empties one member of one pipeline's objects and says what is left.
 type cleanJob struct {
-	conn *memberConn
+	conn *Conn
 	// entry names the pipeline (UID, name) and the member namespace.
 	entry urutauv1alpha1.LeaseMember
 	// liveness tells whether a write the member left unanswered may still land (fenceLateWrites).
@@ -57,14 +57,14 @@ type cleanJob struct {
 
 func (j *cleanJob) run(ctx context.Context) departedResult {
 	start := time.Now()
-	defer func() { memberDuration.WithLabelValues(j.conn.name).Observe(time.Since(start).Seconds()) }()
-	res, err := cleanupMember(ctx, j.conn.live, j.conn.cached, j.entry)
+	defer func() { memberDuration.WithLabelValues(j.conn.Name).Observe(time.Since(start).Seconds()) }()
+	res, err := cleanupMember(ctx, j.conn.Live, j.conn.Cached, j.entry)
 	switch {
-	case isUnreachable(err):
-		memberErrors.WithLabelValues(j.conn.name, "unreachable").Inc()
-		return departedResult{state: lease.Unreachable, deleted: res.deleted, timedOut: isTimeout(err), message: "cluster does not answer: " + err.Error()}
+	case IsUnreachable(err):
+		memberErrors.WithLabelValues(j.conn.Name, "unreachable").Inc()
+		return departedResult{state: lease.Unreachable, deleted: res.deleted, timedOut: IsTimeout(err), message: "cluster does not answer: " + err.Error()}
 	case err != nil:
-		memberErrors.WithLabelValues(j.conn.name, "error").Inc()
+		memberErrors.WithLabelValues(j.conn.Name, "error").Inc()
 		return departedResult{state: lease.Holding, failed: true, deleted: res.deleted, message: err.Error()}
 	}
 	out := departedResult{state: res.state(), deleted: res.deleted}
@@ -77,7 +77,7 @@ func (j *cleanJob) run(ctx context.Context) departedResult {
 	case lease.Draining:
 		out.message = fmt.Sprintf("removing: %d object(s) left", res.others)
 	}
-	return fenceLateWrites(out, j.conn.name, j.liveness, j.conn.host(), time.Now())
+	return fenceLateWrites(out, j.conn.Name, j.liveness, j.conn.Host(), time.Now())
 }
 
 // fenceLateWrites keeps a member that looks empty counted as holding while a write the hub sent
@@ -87,7 +87,7 @@ func fenceLateWrites(d departedResult, member string, l *Liveness, host string, 
 	if d.state != lease.Empty && d.state != lease.Draining {
 		return d
 	}
-	until, ok := l.writeMayLand(host, now)
+	until, ok := l.WriteMayLand(host, now)
 	if !ok {
 		return d
 	}
@@ -379,13 +379,13 @@ func nameTakenByAnother(ctx context.Context, reader client.Reader, e urutauv1alp
 	return other != "" && other != string(e.PipelineUID), nil
 }
 
-// isUnreachable tells an error that says "the member did not answer" from one the member
+// IsUnreachable tells an error that says "the member did not answer" from one the member
 // answered with.
-func isUnreachable(err error) bool {
+func IsUnreachable(err error) bool {
 	if err == nil {
 		return false
 	}
-	if errors.Is(err, multicluster.ErrClusterNotFound) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, errMemberDown) || errors.Is(err, errOtherCluster) ||
+	if errors.Is(err, multicluster.ErrClusterNotFound) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrDown) || errors.Is(err, ErrOtherCluster) ||
 		errors.Is(err, syscall.ECONNREFUSED) || utilnet.IsConnectionRefused(err) || utilnet.IsConnectionReset(err) ||
 		utilnet.IsProbableEOF(err) {
 		return true

@@ -98,9 +98,9 @@ func (l *Liveness) Track(cfg *rest.Config) error {
 	return nil
 }
 
-// silent is how long host has gone without an answer, counted from from at the earliest: 0 when
+// Silent is how long host has gone without an answer, counted from from at the earliest: 0 when
 // no request waits and the last one was answered.
-func (l *Liveness) silent(host string, from, now time.Time) time.Duration {
+func (l *Liveness) Silent(host string, from, now time.Time) time.Duration {
 	if l == nil {
 		return 0
 	}
@@ -159,15 +159,15 @@ func (l *Liveness) returned(host string, answered bool, now time.Time) {
 // lands after it (writeMayLand): the hub does not count the member empty before that.
 const memberWriteLanding = 70 * time.Second
 
-// unsent tells a failed request that surely never reached the API server: its connection was
+// Unsent tells a failed request that surely never reached the API server: its connection was
 // refused.
-func unsent(err error) bool {
+func Unsent(err error) bool {
 	return errors.Is(err, syscall.ECONNREFUSED) || utilnet.IsConnectionRefused(err)
 }
 
 // wrote records a write to host, sent at sent, that returned without an answer (err).
 func (l *Liveness) wrote(host string, sent time.Time, err error) {
-	if err == nil || unsent(err) {
+	if err == nil || Unsent(err) {
 		return
 	}
 	l.mu.Lock()
@@ -177,9 +177,9 @@ func (l *Liveness) wrote(host string, sent time.Time, err error) {
 	}
 }
 
-// writeMayLand tells until when a write to host that got no answer may still be committed, and
+// WriteMayLand tells until when a write to host that got no answer may still be committed, and
 // whether that is after now.
-func (l *Liveness) writeMayLand(host string, now time.Time) (time.Time, bool) {
+func (l *Liveness) WriteMayLand(host string, now time.Time) (time.Time, bool) {
 	if l == nil {
 		return time.Time{}, false
 	}
@@ -198,8 +198,8 @@ func (l *Liveness) writeMayLand(host string, now time.Time) (time.Time, bool) {
 // the member answers again, plus the time of its LIST.
 const memberCacheRecovery = 90 * time.Second
 
-// cacheMayLag tells whether host left a request unanswered within memberCacheRecovery of now.
-func (l *Liveness) cacheMayLag(host string, now time.Time) bool {
+// CacheMayLag tells whether host left a request unanswered within memberCacheRecovery of now.
+func (l *Liveness) CacheMayLag(host string, now time.Time) bool {
 	if l == nil {
 		return false
 	}

@@ -113,7 +113,7 @@ func TestLiveness(t *testing.T) {
 	}
 	t0 := time.Now()
 	silent := func(from time.Time, after time.Duration) time.Duration {
-		return l.silent(cfg.Host, from, time.Now().Add(after))
+		return l.Silent(cfg.Host, from, time.Now().Add(after))
 	}
 
 	if got := silent(t0, time.Minute); got != 0 {
@@ -135,7 +135,7 @@ func TestLiveness(t *testing.T) {
 	if got := silent(time.Now().Add(30*time.Second), time.Minute); got > 30*time.Second+time.Second || got < 29*time.Second {
 		t.Fatalf("counted from 30 s on: silent %s, want 30s", got)
 	}
-	if got := l.silent("https://other:6443", t0, time.Now().Add(time.Minute)); got != 0 {
+	if got := l.Silent("https://other:6443", t0, time.Now().Add(time.Minute)); got != 0 {
 		t.Fatalf("another member: silent %s, want 0", got)
 	}
 	// ...and answers end it.
@@ -164,7 +164,7 @@ func TestLiveness(t *testing.T) {
 		defer l.mu.Unlock()
 		return l.hosts[cfg.Host].waiting == 1
 	})
-	if got := l.silent(cfg.Host, t0, failedAt.Add(time.Minute)); got < 59*time.Second {
+	if got := l.Silent(cfg.Host, t0, failedAt.Add(time.Minute)); got < 59*time.Second {
 		t.Fatalf("the retry of a failed request restarted the silence: %s", got)
 	}
 	close(g2.release)

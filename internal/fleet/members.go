@@ -21,76 +21,76 @@ import (
 	"github.com/urutau-io/fleet/internal/ssa"
 )
 
-// memberConn is how the hub reaches one member cluster in one piece of work.
-type memberConn struct {
-	name string
-	cl   cluster.Cluster
-	// cached reads typed objects from the member's cache (the metadata of every object of the
+// Conn is how the hub reaches one member cluster in one piece of work.
+type Conn struct {
+	Name    string
+	Cluster cluster.Cluster
+	// Cached reads typed objects from the member's cache (the metadata of every object of the
 	// kinds we write, see membercache.Options) and writes directly; live reads the member's API
 	// server.
-	cached client.Client
-	live   client.Reader
+	Cached client.Client
+	Live   client.Reader
 }
 
-// host is the member's API server address, "" without a connection.
-func (c *memberConn) host() string {
-	if c.cl == nil {
+// Host is the member's API server address, "" without a connection.
+func (c *Conn) Host() string {
+	if c.Cluster == nil {
 		return ""
 	}
-	return c.cl.GetConfig().Host
+	return c.Cluster.GetConfig().Host
 }
 
-// memberSet is the hub's state of each member cluster, shared by the controllers: its connection
+// Set is the hub's state of each member cluster, shared by the controllers: its connection
 // and clients, its identity, whether it answers (health), and the breaker and backoff that keep a
 // member that does not answer, or fails, from holding anyone else. Everything about a member
 // goes when it leaves the inventory (forget).
-type memberSet struct {
-	mgr mcmanager.Manager
-	// refusals, when set, tells why a member's credentials were refused.
-	refusals interface{ Refused(cluster string) error }
-	// liveness follows whether members answer (Reconciler.Liveness).
-	liveness *Liveness
+type Set struct {
+	Manager mcmanager.Manager
+	// Refusals, when set, tells why a member's credentials were refused.
+	Refusals interface{ Refused(cluster string) error }
+	// Liveness follows whether members answer (Reconciler.Liveness).
+	Liveness *Liveness
 
 	mu      sync.Mutex
 	members map[string]*memberEntry
 
-	breaker memberBreaker
-	backoff memberBackoff
+	Breaker Breaker
+	Backoff Backoff
 }
 
 type memberEntry struct {
 	cl      cluster.Cluster
-	clients memberConn
+	clients Conn
 	// id is the identity read from cl; "" until read. A new cluster object (the provider
 	// engaged the member again, e.g. with a new kubeconfig) is read again.
 	id     string
-	health memberHealth
+	health Health
 }
 
-// memberHealth is what the last check of a member found.
-type memberHealth struct {
-	checked bool
-	up      bool
-	// engaged is whether the provider gave the hub a connection to the member.
-	engaged bool
-	// message says why it is down.
-	message string
-	// lastAnswer is when it last answered a check.
-	lastAnswer time.Time
-	// downSince is when a check first found it down, while it stays down.
-	downSince time.Time
+// Health is what the last check of a member found.
+type Health struct {
+	Checked bool
+	Up      bool
+	// Engaged is whether the provider gave the hub a connection to the member.
+	Engaged bool
+	// Message says why it is down.
+	Message string
+	// LastAnswer is when it last answered a check.
+	LastAnswer time.Time
+	// DownSince is when a check first found it down, while it stays down.
+	DownSince time.Time
 }
 
-// lostSince is when the member was last known answering: its last answer, or, when this hub
+// LostSince is when the member was last known answering: its last answer, or, when this hub
 // never saw one, when it was first found down. Zero while it answers.
-func (h memberHealth) lostSince() time.Time {
+func (h Health) LostSince() time.Time {
 	switch {
-	case !h.checked || h.up:
+	case !h.Checked || h.Up:
 		return time.Time{}
-	case !h.lastAnswer.IsZero():
-		return h.lastAnswer
+	case !h.LastAnswer.IsZero():
+		return h.LastAnswer
 	}
-	return h.downSince
+	return h.DownSince
 }
 
 // engageWait bounds how long one member's work waits for the provider to engage a member the
@@ -103,22 +103,22 @@ func (h memberHealth) lostSince() time.Time {
 // engages (a kubeconfig that does not parse) costs this wait once per retry, in its own goroutine.
 const engageWait = 2 * time.Second
 
-// conn returns the connection to member, waiting up to engageWait (within ctx) while the
+// Conn returns the connection to member, waiting up to engageWait (within ctx) while the
 // provider has not engaged it.
-func (s *memberSet) conn(ctx context.Context, member string) (*memberConn, error) {
+func (s *Set) Conn(ctx context.Context, member string) (*Conn, error) {
 	deadline := time.Now().Add(engageWait)
 	for {
-		cl, err := s.mgr.GetCluster(ctx, multicluster.ClusterName(member))
+		cl, err := s.Manager.GetCluster(ctx, multicluster.ClusterName(member))
 		if err == nil {
-			return s.clientsFor(member, cl)
+			return s.ClientsFor(member, cl)
 		}
 		if !errors.Is(err, multicluster.ErrClusterNotFound) || time.Now().After(deadline) {
 			// Not engaged: down until a health check finds it engaged and answering, so that
 			// the reconciles that follow do not wait for it again.
-			msg := s.notEngagedMessage(member, err)
-			s.setHealth(member, memberHealth{checked: true, message: msg})
+			msg := s.NotEngagedMessage(member, err)
+			s.SetHealth(member, Health{Checked: true, Message: msg})
 			memberEngaged.WithLabelValues(member).Set(0)
-			return nil, fmt.Errorf("cluster %q %w: %s", member, errMemberDown, msg)
+			return nil, fmt.Errorf("cluster %q %w: %s", member, ErrDown, msg)
 		}
 		select {
 		case <-ctx.Done():
@@ -128,7 +128,7 @@ func (s *memberSet) conn(ctx context.Context, member string) (*memberConn, error
 	}
 }
 
-// clientsFor builds and keeps the clients of member's current cluster object.
+// ClientsFor builds and keeps the clients of member's current cluster object.
 //
 // Why not cl.GetClient() and cl.GetAPIReader(): a provider builds member configs from a
 // kubeconfig with client-go's defaults, QPS 5 and burst 10, and controller-runtime gives each kind
@@ -136,7 +136,7 @@ func (s *memberSet) conn(ctx context.Context, member string) (*memberConn, error
 // member took 20 s of client-side waiting (docs/benchmarks.md). These clients leave client-side
 // throttling off when the config does not set QPS, as controller-runtime's own config loader
 // does, and rely on the member's API priority and fairness.
-func (s *memberSet) clientsFor(member string, cl cluster.Cluster) (*memberConn, error) {
+func (s *Set) ClientsFor(member string, cl cluster.Cluster) (*Conn, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if e, ok := s.members[member]; ok && e.cl == cl {
@@ -168,51 +168,51 @@ func (s *memberSet) clientsFor(member string, cl cluster.Cluster) (*memberConn, 
 	}
 	// A re-engaged member is a new cluster object: its identity is read again.
 	e.cl, e.id = cl, ""
-	e.clients = memberConn{name: member, cl: cl, cached: cached, live: live}
+	e.clients = Conn{Name: member, Cluster: cl, Cached: cached, Live: live}
 	c := e.clients
 	return &c, nil
 }
 
-// identity is the member's identity: the UID of its kube-system namespace, read once per cluster
+// Identity is the member's Identity: the UID of its kube-system namespace, read once per cluster
 // object and kept.
-func (s *memberSet) identity(ctx context.Context, c *memberConn) (string, error) {
+func (s *Set) Identity(ctx context.Context, c *Conn) (string, error) {
 	s.mu.Lock()
-	if e := s.members[c.name]; e != nil && e.cl == c.cl && e.id != "" {
+	if e := s.members[c.Name]; e != nil && e.cl == c.Cluster && e.id != "" {
 		id := e.id
 		s.mu.Unlock()
 		return id, nil
 	}
 	s.mu.Unlock()
-	id, err := readIdentity(ctx, c.live)
+	id, err := ReadIdentity(ctx, c.Live)
 	if err != nil {
-		return "", fmt.Errorf("reading the identity of cluster %q (namespace kube-system): %w", c.name, err)
+		return "", fmt.Errorf("reading the identity of cluster %q (namespace kube-system): %w", c.Name, err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if e := s.members[c.name]; e != nil && e.cl == c.cl {
+	if e := s.members[c.Name]; e != nil && e.cl == c.Cluster {
 		e.id = id
 	}
 	return id, nil
 }
 
-// errOtherCluster is a connection that reaches another cluster than the one decided on: the
+// ErrOtherCluster is a connection that reaches another cluster than the one decided on: the
 // member's kubeconfig changed in between. The work is not done; the next reconcile decides again.
-var errOtherCluster = errors.New("now reaches another cluster")
+var ErrOtherCluster = errors.New("now reaches another cluster")
 
-// sameCluster checks that connection c reaches the cluster of identity id.
-func (s *memberSet) sameCluster(ctx context.Context, c *memberConn, id string) error {
-	got, err := s.identity(ctx, c)
+// SameCluster checks that connection c reaches the cluster of identity id.
+func (s *Set) SameCluster(ctx context.Context, c *Conn, id string) error {
+	got, err := s.Identity(ctx, c)
 	switch {
 	case err != nil:
 		return err
 	case got != id:
-		return fmt.Errorf("cluster %q %w (identity %s, not %s)", c.name, errOtherCluster, got, id)
+		return fmt.Errorf("cluster %q %w (identity %s, not %s)", c.Name, ErrOtherCluster, got, id)
 	}
 	return nil
 }
 
-// readIdentity reads a cluster's identity: one GET.
-func readIdentity(ctx context.Context, r client.Reader) (string, error) {
+// ReadIdentity reads a cluster's identity: one GET.
+func ReadIdentity(ctx context.Context, r client.Reader) (string, error) {
 	ns := &corev1.Namespace{}
 	if err := r.Get(ctx, client.ObjectKey{Name: "kube-system"}, ns); err != nil {
 		return "", err
@@ -223,9 +223,9 @@ func readIdentity(ctx context.Context, r client.Reader) (string, error) {
 	return string(ns.UID), nil
 }
 
-// setIdentity records the identity a health check read from member's current cluster object,
+// SetIdentity records the identity a health check read from member's current cluster object,
 // and reports whether it changed from one read before.
-func (s *memberSet) setIdentity(member, id string) bool {
+func (s *Set) SetIdentity(member, id string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e := s.members[member]
@@ -237,8 +237,8 @@ func (s *memberSet) setIdentity(member, id string) bool {
 	return changed
 }
 
-// knownIdentity is the identity last read from member, "" when none was.
-func (s *memberSet) knownIdentity(member string) string {
+// KnownIdentity is the identity last read from member, "" when none was.
+func (s *Set) KnownIdentity(member string) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if e := s.members[member]; e != nil {
@@ -247,8 +247,8 @@ func (s *memberSet) knownIdentity(member string) string {
 	return ""
 }
 
-// host is the API server address of member, "" before its first connection.
-func (s *memberSet) host(member string) string {
+// Host is the API server address of member, "" before its first connection.
+func (s *Set) Host(member string) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if e := s.members[member]; e != nil && e.cl != nil {
@@ -257,8 +257,8 @@ func (s *memberSet) host(member string) string {
 	return ""
 }
 
-// setHealth records a check of member and reports whether what it found changed.
-func (s *memberSet) setHealth(member string, h memberHealth) (changed bool) {
+// SetHealth records a check of member and reports whether what it found changed.
+func (s *Set) SetHealth(member string, h Health) (changed bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.members == nil {
@@ -270,45 +270,45 @@ func (s *memberSet) setHealth(member string, h memberHealth) (changed bool) {
 		s.members[member] = e
 	}
 	old := e.health
-	if !h.up {
-		h.lastAnswer, h.downSince = old.lastAnswer, old.downSince
-		if old.up || !old.checked || h.downSince.IsZero() {
-			h.downSince = time.Now()
+	if !h.Up {
+		h.LastAnswer, h.DownSince = old.LastAnswer, old.DownSince
+		if old.Up || !old.Checked || h.DownSince.IsZero() {
+			h.DownSince = time.Now()
 		}
 	}
 	e.health = h
 	up := 0.0
-	if h.up {
+	if h.Up {
 		up = 1
 	}
 	memberUp.WithLabelValues(member).Set(up)
-	return !old.checked || old.up != h.up || old.engaged != h.engaged || old.message != h.message
+	return !old.Checked || old.Up != h.Up || old.Engaged != h.Engaged || old.Message != h.Message
 }
 
-// health is what the last check of member found.
-func (s *memberSet) health(member string) memberHealth {
+// Health is what the last check of member found.
+func (s *Set) Health(member string) Health {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if e := s.members[member]; e != nil {
 		return e.health
 	}
-	return memberHealth{}
+	return Health{}
 }
 
-// down tells whether the last check of member found it not answering; the message says why.
-func (s *memberSet) down(member string) (bool, string) {
-	h := s.health(member)
-	return h.checked && !h.up, h.message
+// Down tells whether the last check of member found it not answering; the message says why.
+func (s *Set) Down(member string) (bool, string) {
+	h := s.Health(member)
+	return h.Checked && !h.Up, h.Message
 }
 
-// forget drops everything kept about member, which left the inventory: clients, identity,
+// Forget drops everything kept about member, which left the inventory: clients, identity,
 // health, breaker and backoff state, and its metric series.
-func (s *memberSet) forget(member string) {
+func (s *Set) Forget(member string) {
 	s.mu.Lock()
 	delete(s.members, member)
 	s.mu.Unlock()
-	s.breaker.forget(member)
-	s.backoff.forgetMember(member)
+	s.Breaker.Forget(member)
+	s.Backoff.ForgetMember(member)
 	for _, v := range memberMetrics {
 		v.DeletePartialMatch(prometheus.Labels{memberLabel: member})
 	}
@@ -318,7 +318,7 @@ func (s *memberSet) forget(member string) {
 // clean empties, concurrently, the member each entry names when it can be reached as the cluster
 // the entry names (registered, answering, same identity), and says what each holds; the others
 // are unreachable. timedOut is told of a member whose requests timed out.
-func (s *memberSet) clean(ctx context.Context, opts fanOutOptions, entries []urutauv1alpha1.LeaseMember, members []inventory.Member, timedOut func(member string) string) map[lease.Key]lease.State {
+func (s *Set) clean(ctx context.Context, opts FanOutOptions, entries []urutauv1alpha1.LeaseMember, members []inventory.Member, timedOut func(member string) string) map[lease.Key]lease.State {
 	registered := map[string]bool{}
 	for _, m := range members {
 		registered[m.Name] = true
@@ -327,21 +327,21 @@ func (s *memberSet) clean(ctx context.Context, opts fanOutOptions, entries []uru
 	byMember := map[string]urutauv1alpha1.LeaseMember{}
 	for _, e := range entries {
 		out[lease.KeyOf(e)] = lease.Unreachable
-		if down, _ := s.down(e.Cluster); registered[e.Cluster] && !down {
+		if down, _ := s.Down(e.Cluster); registered[e.Cluster] && !down {
 			byMember[e.Cluster] = e
 		}
 	}
-	done, _ := fanOut(ctx, opts, sortedKeys(byMember), func(ctx context.Context, m string) departedResult {
+	done, _ := FanOut(ctx, opts, sortedKeys(byMember), func(ctx context.Context, m string) departedResult {
 		e := byMember[m]
-		c, err := s.conn(ctx, m)
+		c, err := s.Conn(ctx, m)
 		if err != nil {
 			return departedResult{state: lease.Unreachable, message: err.Error()}
 		}
 		// The member must still be the cluster the entry names.
-		if err := s.sameCluster(ctx, c, e.ClusterID); err != nil {
+		if err := s.SameCluster(ctx, c, e.ClusterID); err != nil {
 			return departedResult{state: lease.Unreachable, message: err.Error()}
 		}
-		d := (&cleanJob{conn: c, entry: e, liveness: s.liveness}).run(ctx)
+		d := (&cleanJob{conn: c, entry: e, liveness: s.Liveness}).run(ctx)
 		if d.timedOut {
 			timedOut(m)
 		}
@@ -353,11 +353,11 @@ func (s *memberSet) clean(ctx context.Context, opts fanOutOptions, entries []uru
 	return out
 }
 
-// notEngagedMessage says why the hub has no connection to member: its credentials were refused
+// NotEngagedMessage says why the hub has no connection to member: its credentials were refused
 // (the reason), or the provider could not engage it.
-func (s *memberSet) notEngagedMessage(member string, err error) string {
-	if s.refusals != nil {
-		if refused := s.refusals.Refused(member); refused != nil {
+func (s *Set) NotEngagedMessage(member string, err error) string {
+	if s.Refusals != nil {
+		if refused := s.Refusals.Refused(member); refused != nil {
 			return fmt.Sprintf("the hub does not use the credentials of cluster %q: %v", member, refused)
 		}
 	}

@@ -44,7 +44,7 @@ func TestRecordCredentialsExpiry(t *testing.T) {
 	recordCredentialsExpiry(entry("b", ""))
 	recordCredentialsExpiry(entry("c", "next tuesday"))
 	series(1, "b lost its annotation and c's is unreadable")
-	(&memberSet{}).forget("a")
+	(&Set{}).Forget("a")
 	series(0, "a left the inventory")
 }
 

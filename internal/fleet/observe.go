@@ -191,14 +191,14 @@ func (r *CoordinatorReconciler) observeIdentities(ctx context.Context, p *urutau
 	// Reading an identity is one GET, and most reconciles find it known already: a member that
 	// takes longer (not engaged yet, or not answering) is not waited for; its late answer brings
 	// the pipeline back.
-	opts := r.fanOutOptions(pipelineWakeKey(p), "identity")
-	opts.patience = min(opts.patience, identityPatience)
-	found, _ := fanOut(ctx, opts, sets.List(names), func(ctx context.Context, m string) identityResult {
+	opts := r.fanOutOptions(PipelineWakeKey(p), "identity")
+	opts.Patience = min(opts.Patience, identityPatience)
+	found, _ := FanOut(ctx, opts, sets.List(names), func(ctx context.Context, m string) identityResult {
 		return r.readIdentity(ctx, m)
 	}, func(_ string, err error) identityResult { return identityResult{err: err} })
 	// The identities the health checks read of the other members: where a renamed entry went.
 	for m := range w.inventory {
-		if id := r.members.knownIdentity(m); id != "" && !names.Has(m) {
+		if id := r.members.KnownIdentity(m); id != "" && !names.Has(m) {
 			w.ids[m] = id
 		}
 	}
@@ -227,7 +227,7 @@ func (r *CoordinatorReconciler) observeIdentities(ctx context.Context, p *urutau
 				continue
 			}
 			if !ok {
-				res.err = fmt.Errorf("cluster %q %w: its identity could not be read in time", m, errMemberDown)
+				res.err = fmt.Errorf("cluster %q %w: its identity could not be read in time", m, ErrDown)
 			}
 			w.unidentified[m] = res.err
 		default:
@@ -251,14 +251,14 @@ type identityResult struct {
 // readIdentity is the identity of member's current connection (read once per connection), or
 // why it is not known: not engaged, or not answering.
 func (r *CoordinatorReconciler) readIdentity(ctx context.Context, member string) identityResult {
-	if down, msg := r.members.down(member); down {
-		return identityResult{err: fmt.Errorf("cluster %q %w: %s", member, errMemberDown, msg)}
+	if down, msg := r.members.Down(member); down {
+		return identityResult{err: fmt.Errorf("cluster %q %w: %s", member, ErrDown, msg)}
 	}
-	c, err := r.members.conn(ctx, member)
+	c, err := r.members.Conn(ctx, member)
 	if err != nil {
 		return identityResult{err: err}
 	}
-	id, err := r.members.identity(ctx, c)
+	id, err := r.members.Identity(ctx, c)
 	return identityResult{id: id, err: err}
 }
 

@@ -91,7 +91,7 @@ type orphanGroup struct {
 // scan is older than the interval and none runs. The health check that found m answering calls
 // it: a scan that recounts many groups neither delays the next check nor runs out of the
 // check's deadline, whose cut requests would count as the member leaving them unanswered.
-func (o *orphanScanner) start(ctx context.Context, m inventory.Member, c *memberConn) {
+func (o *orphanScanner) start(ctx context.Context, m inventory.Member, c *Conn) {
 	if !o.dueAt(m.Name, time.Now()) {
 		return
 	}
@@ -104,7 +104,7 @@ func (o *orphanScanner) start(ctx context.Context, m inventory.Member, c *member
 }
 
 // scan looks for orphans in member m.
-func (o *orphanScanner) scan(ctx context.Context, m inventory.Member, c *memberConn) {
+func (o *orphanScanner) scan(ctx context.Context, m inventory.Member, c *Conn) {
 	found, err := o.ours(ctx, c)
 	if err != nil {
 		ctrl.LoggerFrom(ctx).Info("orphan scan failed", "cluster", m.Name, "error", err.Error())
@@ -120,7 +120,7 @@ func (o *orphanScanner) scan(ctx context.Context, m inventory.Member, c *memberC
 	o.strayPods(ctx, m.Name, c, rec)
 	var lost []*orphanGroup
 	for _, g := range o.confirm(m.Name, found, rec.known) {
-		if !confirmLive(ctx, c.live, g) {
+		if !confirmLive(ctx, c.Live, g) {
 			continue
 		}
 		if p := rec.strayOf(g); p != nil {
@@ -167,13 +167,13 @@ func (o *orphanScanner) finished(member string) {
 
 // ours groups the hub's objects in the member's cache (in the member, while it may lag) by
 // pipeline UID and namespace.
-func (o *orphanScanner) ours(ctx context.Context, c *memberConn) (map[orphanKey]*orphanGroup, error) {
+func (o *orphanScanner) ours(ctx context.Context, c *Conn) (map[orphanKey]*orphanGroup, error) {
 	out := map[orphanKey]*orphanGroup{}
-	var from client.Reader = c.cached
+	var from client.Reader = c.Cached
 	lists := membercache.Lists()
-	if o.mayLag != nil && o.mayLag(c.host()) {
+	if o.mayLag != nil && o.mayLag(c.Host()) {
 		// From the member itself: metadata only, which is all a group is made of.
-		from, lists = c.live, membercache.MetadataLists()
+		from, lists = c.Live, membercache.MetadataLists()
 	}
 	for _, list := range lists {
 		if err := from.List(ctx, list, client.HasLabels{urutauv1alpha1.LabelHubPipelineUID}); err != nil {
@@ -297,7 +297,7 @@ func confirmLive(ctx context.Context, live client.Reader, g *orphanGroup) bool {
 }
 
 // report tells of one orphan group, and deletes it when allowed.
-func (o *orphanScanner) report(ctx context.Context, m inventory.Member, c *memberConn, g *orphanGroup) {
+func (o *orphanScanner) report(ctx context.Context, m inventory.Member, c *Conn, g *orphanGroup) {
 	log := ctrl.LoggerFrom(ctx).WithValues("cluster", m.Name, "namespace", g.namespace, "pipelineUID", g.uid)
 	entry := entryObject(o.entryKind, m)
 	if !o.deleteAll && m.Annotations[urutauv1alpha1.AnnotationDeleteOrphans] != "true" {
@@ -308,7 +308,7 @@ func (o *orphanScanner) report(ctx context.Context, m inventory.Member, c *membe
 		return
 	}
 	e := urutauv1alpha1.LeaseMember{PipelineUID: g.uid, PipelineName: g.name, Namespace: g.namespace}
-	res, err := cleanupMember(ctx, c.live, c.cached, e)
+	res, err := cleanupMember(ctx, c.Live, c.Cached, e)
 	if err != nil {
 		log.Info("deleting orphans failed", "error", err.Error())
 		return

@@ -115,7 +115,7 @@ func (r *CoordinatorReconciler) cleanDeparted(ctx context.Context, p *urutauv1al
 		}
 		reachable[e.Cluster] = e
 	}
-	done, late := fanOut(ctx, r.fanOutOptions(pipelineWakeKey(p), "clean"), sortedKeys(reachable), func(ctx context.Context, m string) departedResult {
+	done, late := FanOut(ctx, r.fanOutOptions(PipelineWakeKey(p), "clean"), sortedKeys(reachable), func(ctx context.Context, m string) departedResult {
 		return r.cleanOn(ctx, m, reachable[m])
 	}, func(_ string, err error) departedResult {
 		return departedResult{state: lease.Holding, failed: true, message: err.Error()}
@@ -135,7 +135,7 @@ func (r *CoordinatorReconciler) unreachableEntry(e urutauv1alpha1.LeaseMember, w
 		return fmt.Sprintf("cluster %q left the cluster inventory while it may hold this pipeline's objects: the hub leaves them as they are until it is registered again (under any name) or a person confirms it gone (annotate the CDCPipeline %s=%s)",
 			e.Cluster, urutauv1alpha1.AnnotationConfirmGone, e.Cluster)
 	}
-	if down, msg := r.members.down(e.Cluster); down {
+	if down, msg := r.members.Down(e.Cluster); down {
 		return msg
 	}
 	if id, ok := w.ids[e.Cluster]; ok && id != e.ClusterID {
@@ -146,9 +146,9 @@ func (r *CoordinatorReconciler) unreachableEntry(e urutauv1alpha1.LeaseMember, w
 
 // cleanOn runs a cleanJob on member, unless it is slow; a timeout marks it down.
 func (r *CoordinatorReconciler) cleanOn(ctx context.Context, member string, e urutauv1alpha1.LeaseMember) departedResult {
-	c, err := r.members.conn(ctx, member)
+	c, err := r.members.Conn(ctx, member)
 	if err == nil {
-		err = r.members.sameCluster(ctx, c, e.ClusterID)
+		err = r.members.SameCluster(ctx, c, e.ClusterID)
 	}
 	if err != nil {
 		return departedResult{state: lease.Unreachable, message: err.Error()}

@@ -139,10 +139,10 @@ type CoordinatorReconciler struct {
 	FenceTTL, FenceGrace, FenceMargin time.Duration
 
 	// The state that outlives one reconcile, all of it described in doc.go.
-	members memberSet
+	members Set
 	applier ssa.Applier
 	leases  lease.Store
-	running runningWork
+	running RunningWork
 	// queue is the controller's queue: work that ends late brings its pipeline back through it.
 	queue atomic.Pointer[workqueue.TypedRateLimitingInterface[mcreconcile.Request]]
 	// wakeLease has a ReaderLease's tombstone replay run again (LeaseReconciler.requeue).
@@ -151,8 +151,8 @@ type CoordinatorReconciler struct {
 	// ReaderLeases (echoFilter).
 	hubEchoes, leaseEchoes ssa.EchoFilter
 	// health checks every member periodically (health.go); records publishes what it finds.
-	health  *healthMonitor
-	records healthRecords
+	health  *Monitor
+	records Records
 	// lookAgain holds the pipelines whose writes crossed a change by someone else: they are
 	// reconciled again at once.
 	lookAgain sync.Map
@@ -246,7 +246,7 @@ func (r *CoordinatorReconciler) fetch(ctx context.Context, key types.NamespacedN
 	p := &urutauv1alpha1.CDCPipeline{}
 	if err := r.Client.Get(ctx, key, p); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.members.backoff.forgetPipeline(key)
+			r.members.Backoff.ForgetPipeline(key)
 			r.hubEchoes.Forget(key.String())
 			return nil, nil
 		}
@@ -271,10 +271,10 @@ func (r *CoordinatorReconciler) ensureFinalizer(ctx context.Context, p *urutauv1
 }
 
 // wake brings back the reconciles of keys, each in its own controller's queue.
-func (r *CoordinatorReconciler) wake(keys ...wakeKey) {
+func (r *CoordinatorReconciler) wake(keys ...WakeKey) {
 	for _, k := range keys {
 		switch {
-		case !k.lease:
+		case !k.Lease:
 			r.requeue(k.NamespacedName)
 		case r.wakeLease != nil:
 			r.wakeLease(k.NamespacedName)
@@ -327,27 +327,27 @@ func nowRFC3339() string { return time.Now().UTC().Format(time.RFC3339) }
 // replay): work on a member starts only where none of that key's runs, a member whose work the
 // reconcile stops waiting for is slow (memberBreaker), and work that ends late brings key back,
 // with the reconciles that skipped the member meanwhile, each in its own controller (wake).
-func (r *CoordinatorReconciler) fanOutOptions(key wakeKey, what string) fanOutOptions {
-	work := func(m string) workKey { return workKey{pipeline: key.NamespacedName, member: m, lease: key.lease} }
-	return fanOutOptions{
-		what:     what,
-		timeout:  r.MemberTimeout,
-		patience: r.MemberTimeout / 2,
-		start: func(m string) bool {
-			return !r.members.breaker.skip(m, key) && r.running.begin(work(m))
+func (r *CoordinatorReconciler) fanOutOptions(key WakeKey, what string) FanOutOptions {
+	work := func(m string) WorkKey { return WorkKey{Pipeline: key.NamespacedName, Member: m, Lease: key.Lease} }
+	return FanOutOptions{
+		What:     what,
+		Timeout:  r.MemberTimeout,
+		Patience: r.MemberTimeout / 2,
+		Start: func(m string) bool {
+			return !r.members.Breaker.Skip(m, key) && r.running.Begin(work(m))
 		},
-		slow: func(m string) {
-			r.members.breaker.markSlow(m)
+		Slow: func(m string) {
+			r.members.Breaker.MarkSlow(m)
 			memberHeld.WithLabelValues(m).Set(1)
 		},
-		giveUp: func(m string, begun time.Time) bool {
-			return r.members.breaker.isSlow(m) || r.Liveness.silent(r.members.host(m), begun, time.Now()) >= memberSilence
+		GiveUp: func(m string, begun time.Time) bool {
+			return r.members.Breaker.IsSlow(m) || r.Liveness.Silent(r.members.Host(m), begun, time.Now()) >= memberSilence
 		},
-		end: func(m string, late bool) {
-			r.running.end(work(m))
+		End: func(m string, late bool) {
+			r.running.End(work(m))
 			if late {
 				memberHeld.WithLabelValues(m).Set(0)
-				r.wake(append(r.members.breaker.settle(m), key)...)
+				r.wake(append(r.members.Breaker.Settle(m), key)...)
 			}
 		},
 	}

@@ -74,7 +74,7 @@ func observation(p *urutauv1alpha1.CDCPipeline, w *world, pl *placed, results ma
 	}
 	for _, m := range sortedKeys(w.unidentified) {
 		phase := urutauv1alpha1.ClusterPending
-		if isUnreachable(w.unidentified[m]) {
+		if IsUnreachable(w.unidentified[m]) {
 			phase = urutauv1alpha1.ClusterUnreachable
 		}
 		show(status.MemberObservation{Name: m, Phase: phase, Message: w.unidentified[m].Error()})

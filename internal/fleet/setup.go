@@ -72,9 +72,9 @@ func (r *CoordinatorReconciler) setDefaults(mgr mcmanager.Manager) {
 	if r.MaxConcurrentReconciles <= 0 {
 		r.MaxConcurrentReconciles = DefaultMaxConcurrentReconciles
 	}
-	r.members.mgr = mgr
-	r.members.refusals = r.Refusals
-	r.members.liveness = r.Liveness
+	r.members.Manager = mgr
+	r.members.Refusals = r.Refusals
+	r.members.Liveness = r.Liveness
 	r.applier.Base = r.FieldManager
 	r.leases = lease.Store{Client: r.Client, Live: r.APIReader, Namespace: r.LeaseNamespace, Owner: r.FieldManager}
 	r.FenceTTL = orDefault(r.FenceTTL, DefaultFenceTTL)
@@ -82,9 +82,9 @@ func (r *CoordinatorReconciler) setDefaults(mgr mcmanager.Manager) {
 	r.FenceMargin = orDefault(r.FenceMargin, DefaultFenceMargin)
 	r.fence = newFenceRenewer(fenceConfig{image: r.FenceImage, ttl: r.FenceTTL, grace: r.FenceGrace, margin: r.FenceMargin})
 	r.fence.renew, r.fence.bootstrap, r.fence.timeout = r.renewFence, r.fencedEntries, r.MemberTimeout
-	r.fence.down = func(m string) bool { down, _ := r.members.down(m); return down }
+	r.fence.down = func(m string) bool { down, _ := r.members.Down(m); return down }
 	holder, _ := os.Hostname()
-	r.records = healthRecords{client: r.Client, live: r.APIReader, namespace: r.LeaseNamespace, holder: holder, interval: r.HealthInterval}
+	r.records = Records{Client: r.Client, Live: r.APIReader, Namespace: r.LeaseNamespace, Holder: holder, Interval: r.HealthInterval}
 }
 
 func orDefault[T comparable](v, d T) T {
@@ -184,17 +184,17 @@ func inNamespace(ns string) predicate.Predicate {
 func (r *CoordinatorReconciler) leaseReconciler() *LeaseReconciler {
 	return &LeaseReconciler{
 		client: r.Client, apiReader: r.APIReader, inventory: r.Inventory, members: &r.members, leases: &r.leases,
-		recorder: r.Recorder, options: func(key types.NamespacedName) fanOutOptions {
-			return r.fanOutOptions(wakeKey{NamespacedName: key, lease: true}, "replay")
+		recorder: r.Recorder, options: func(key types.NamespacedName) FanOutOptions {
+			return r.fanOutOptions(WakeKey{NamespacedName: key, Lease: true}, "replay")
 		},
 		timedOut:     r.markTimedOut,
-		pipelineBusy: r.running.busy,
+		pipelineBusy: r.running.Busy,
 	}
 }
 
 // healthMonitor builds the member health checks: a change brings back the pipelines placed on
 // the member and the leases that name it; a member that answers is scanned for orphans.
-func (r *CoordinatorReconciler) healthMonitor(mgr mcmanager.Manager, lr *LeaseReconciler) *healthMonitor {
+func (r *CoordinatorReconciler) healthMonitor(mgr mcmanager.Manager, lr *LeaseReconciler) *Monitor {
 	kind, err := apiutil.GVKForObject(r.Inventory.EntryType(), mgr.GetLocalManager().GetScheme())
 	if err != nil {
 		kind.Kind = "Secret"
@@ -202,23 +202,23 @@ func (r *CoordinatorReconciler) healthMonitor(mgr mcmanager.Manager, lr *LeaseRe
 	}
 	scanner := &orphanScanner{hub: r.Client, leases: &r.leases, recorder: r.Recorder, entryKind: kind,
 		interval: r.OrphanScanInterval, timeout: orphanScanTimeout(r.MemberTimeout), deleteAll: r.DeleteOrphans,
-		identity: r.members.knownIdentity, stray: r.recordStray,
+		identity: r.members.KnownIdentity, stray: r.recordStray,
 		present: func(ctx context.Context, m string) bool { _, ok := r.inventoryMember(ctx, m); return ok },
-		mayLag:  func(host string) bool { return r.Liveness.cacheMayLag(host, time.Now()) }}
-	return &healthMonitor{
-		members: &r.members, inventory: r.Inventory, interval: r.HealthInterval, timeout: r.MemberTimeout,
-		changed: func(member string) {
+		mayLag:  func(host string) bool { return r.Liveness.CacheMayLag(host, time.Now()) }}
+	return &Monitor{
+		Members: &r.members, Inventory: r.Inventory, Interval: r.HealthInterval, Timeout: r.MemberTimeout,
+		Changed: func(member string) {
 			ctx := context.Background()
 			r.requeue(r.pipelinesOn(ctx, member)...)
-			lr.requeue(lr.leasesFor(ctx, member, r.members.knownIdentity(member))...)
+			lr.requeue(lr.leasesFor(ctx, member, r.members.KnownIdentity(member))...)
 			r.publishHealth(ctx, member)
 		},
-		listed: func(ctx context.Context, members []inventory.Member) {
-			if err := r.records.prune(ctx, members); err != nil {
+		Listed: func(ctx context.Context, members []inventory.Member) {
+			if err := r.records.Prune(ctx, members); err != nil {
 				ctrl.LoggerFrom(ctx).Error(err, "Removing the health records of members that left")
 			}
 		},
-		checked: func(ctx context.Context, member string, c *memberConn) {
+		Checked: func(ctx context.Context, member string, c *Conn) {
 			if m, ok := r.inventoryMember(ctx, member); ok {
 				scanner.start(ctx, m, c)
 			}

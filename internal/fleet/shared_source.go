@@ -33,9 +33,9 @@ type endpointResult struct {
 // readEndpoints reads the source endpoint of the pipeline on each member, concurrently; a member
 // that does not answer in time has none.
 func (r *CoordinatorReconciler) readEndpoints(ctx context.Context, p *urutauv1alpha1.CDCPipeline, w *world, members []string) map[string]endpointResult {
-	opts := r.fanOutOptions(pipelineWakeKey(p), "source endpoint")
-	opts.patience = min(opts.patience, identityPatience)
-	found, late := fanOut(ctx, opts, members, func(ctx context.Context, m string) endpointResult {
+	opts := r.fanOutOptions(PipelineWakeKey(p), "source endpoint")
+	opts.Patience = min(opts.Patience, identityPatience)
+	found, late := FanOut(ctx, opts, members, func(ctx context.Context, m string) endpointResult {
 		return r.readEndpoint(ctx, p, w, m)
 	}, func(_ string, err error) endpointResult {
 		return endpointResult{why: "its source could not be read: " + err.Error()}
@@ -67,12 +67,12 @@ func (r *CoordinatorReconciler) readEndpoint(ctx context.Context, p *urutauv1alp
 	case name == "":
 		return endpointResult{none: true, why: "the pipeline names no source (no spec.secrets.source, no source.uri)"}
 	}
-	c, err := r.members.conn(ctx, m)
+	c, err := r.members.Conn(ctx, m)
 	if err != nil {
 		return endpointResult{why: err.Error()}
 	}
 	s := &corev1.Secret{}
-	if err := c.live.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: name}, s); err != nil {
+	if err := c.Live.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: name}, s); err != nil {
 		return endpointResult{why: fmt.Sprintf("Secret %s/%s: %s", p.Namespace, name, errMessage(err))}
 	}
 	if s.Labels[urutauv1alpha1.LabelFleetSecret] != "true" {

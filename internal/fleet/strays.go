@@ -26,7 +26,7 @@ import (
 // deleted empties it too before its finalizer goes.
 func (r *CoordinatorReconciler) recordStray(ctx context.Context, member string, p *urutauv1alpha1.CDCPipeline, g *orphanGroup) {
 	log := ctrl.LoggerFrom(ctx).WithValues("cluster", member, "pipeline", klogRef(p))
-	id := r.members.knownIdentity(member)
+	id := r.members.KnownIdentity(member)
 	if id == "" {
 		return // the next scan, once the identity is known
 	}
@@ -81,7 +81,7 @@ func strayLease(current *urutauv1alpha1.ReaderLease, name string, source *urutau
 // controls: a second reader beside the one the hub runs, or one where it runs none. One list per
 // namespace that holds live pipelines; a namespace the hub may not read there is not open to the
 // fleet, and holds nothing of it.
-func (o *orphanScanner) strayPods(ctx context.Context, member string, c *memberConn, rec records) {
+func (o *orphanScanner) strayPods(ctx context.Context, member string, c *Conn, rec records) {
 	names := map[string]sets.Set[string]{}
 	for _, p := range rec.live {
 		if names[p.Namespace] == nil {
@@ -91,7 +91,7 @@ func (o *orphanScanner) strayPods(ctx context.Context, member string, c *memberC
 	}
 	for _, ns := range sortedKeys(names) {
 		pods := &corev1.PodList{}
-		err := c.live.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels{urutauv1alpha1.LabelApp: coordinator.AppCoordinator})
+		err := c.Live.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels{urutauv1alpha1.LabelApp: coordinator.AppCoordinator})
 		if err != nil {
 			if !apierrors.IsForbidden(err) && !apierrors.IsNotFound(err) {
 				ctrl.LoggerFrom(ctx).Info("stray pod scan failed", "cluster", member, "namespace", ns, "error", err.Error())
@@ -109,12 +109,12 @@ func (o *orphanScanner) strayPods(ctx context.Context, member string, c *memberC
 
 // judgePod deletes pod when no StatefulSet controls it; placed is the UID of the pipeline an
 // Active entry runs there under the pod's name ("" when none).
-func (o *orphanScanner) judgePod(ctx context.Context, member string, c *memberConn, pod *corev1.Pod, placed types.UID) {
-	owner, err := controllerOf(ctx, c.live, pod)
+func (o *orphanScanner) judgePod(ctx context.Context, member string, c *Conn, pod *corev1.Pod, placed types.UID) {
+	owner, err := controllerOf(ctx, c.Live, pod)
 	if err != nil || owner.exists || owner.foreign {
 		return
 	}
-	if err := deleteStrayPod(ctx, c.cached, pod); err != nil {
+	if err := deleteStrayPod(ctx, c.Cached, pod); err != nil {
 		ctrl.LoggerFrom(ctx).Info("deleting a stray reader pod failed", "cluster", member, "pod", client.ObjectKeyFromObject(pod).String(), "error", err.Error())
 		return
 	}

@@ -57,7 +57,7 @@ func TestStillCurrent(t *testing.T) {
 // which is asked for at once.
 func TestSupersededApplyLooksAgain(t *testing.T) {
 	asked := false
-	j := &applyJob{conn: &memberConn{name: "member-c"}, crossed: func() { asked = true }}
+	j := &applyJob{conn: &Conn{Name: "member-c"}, crossed: func() { asked = true }}
 	res := memberResult{obs: status.MemberObservation{Name: "member-c"}}
 	if j.boundaryAllows(&res, errors.Join(errSuperseded)) {
 		t.Fatal("a superseded apply went on")

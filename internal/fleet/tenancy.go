@@ -110,14 +110,14 @@ type namespaceCheck struct {
 func (c *namespaceCheck) check(ctx context.Context, j *applyJob) error {
 	c.once.Do(func() {
 		ns := &corev1.Namespace{}
-		err := j.conn.live.Get(ctx, client.ObjectKey{Name: j.p.Namespace}, ns)
+		err := j.conn.Live.Get(ctx, client.ObjectKey{Name: j.p.Namespace}, ns)
 		switch {
 		case apierrors.IsNotFound(err), apierrors.IsForbidden(err):
-			c.err = j.boundary.CheckUnreadableNamespace(j.conn.name, j.p.Namespace, apierrors.IsForbidden(err))
+			c.err = j.boundary.CheckUnreadableNamespace(j.conn.Name, j.p.Namespace, apierrors.IsForbidden(err))
 		case err != nil:
-			c.err = fmt.Errorf("reading namespace %q in cluster %q: %w", j.p.Namespace, j.conn.name, err)
+			c.err = fmt.Errorf("reading namespace %q in cluster %q: %w", j.p.Namespace, j.conn.Name, err)
 		default:
-			c.err = j.boundary.CheckMemberNamespace(j.conn.name, ns)
+			c.err = j.boundary.CheckMemberNamespace(j.conn.Name, ns)
 			if c.err == nil {
 				c.err = j.boundary.CheckMemberPodSecurity(j.hubNS, j.member, ns)
 			}
@@ -150,15 +150,15 @@ func (j *applyJob) secretsOpen(ctx context.Context, read map[string]*corev1.Secr
 		s, ok := read[ref.Name]
 		if !ok {
 			s = &corev1.Secret{}
-			if err := j.conn.live.Get(ctx, client.ObjectKey{Namespace: j.p.Namespace, Name: ref.Name}, s); err != nil {
+			if err := j.conn.Live.Get(ctx, client.ObjectKey{Namespace: j.p.Namespace, Name: ref.Name}, s); err != nil {
 				if apierrors.IsNotFound(err) {
 					return fmt.Errorf("%w: %s names Secret %s/%s, which does not exist in cluster %q: the coordinator starts once it exists and is open to the fleet (label %s=true)",
-						errSecretMissing, ref.Field, j.p.Namespace, ref.Name, j.conn.name, urutauv1alpha1.LabelFleetSecret)
+						errSecretMissing, ref.Field, j.p.Namespace, ref.Name, j.conn.Name, urutauv1alpha1.LabelFleetSecret)
 				}
-				return fmt.Errorf("reading Secret %s/%s in cluster %q: %w", j.p.Namespace, ref.Name, j.conn.name, err)
+				return fmt.Errorf("reading Secret %s/%s in cluster %q: %w", j.p.Namespace, ref.Name, j.conn.Name, err)
 			}
 		}
-		if err := tenancy.CheckSecret(j.conn.name, ref, s); err != nil {
+		if err := tenancy.CheckSecret(j.conn.Name, ref, s); err != nil {
 			return err
 		}
 	}
@@ -179,7 +179,7 @@ func (j *applyJob) stopCoordinator(ctx context.Context, res *memberResult, w *co
 	stopped.Spec = spec.WithReplicas(0)
 	req, err := ssa.StatefulSet(&stopped)
 	if err == nil {
-		err = j.apply(ctx, res, req, j.conn.live)
+		err = j.apply(ctx, res, req, j.conn.Live)
 	}
 	if err != nil {
 		ctrl.LoggerFrom(ctx).Info("scaling the coordinator to zero failed", "error", err.Error())
@@ -228,12 +228,12 @@ func (j *applyJob) namedObjects(ctx context.Context, names []string) (map[string
 	}
 	for _, name := range names {
 		for _, obj := range []client.Object{&appsv1.StatefulSet{}, &corev1.Service{}} {
-			err := j.conn.cached.Get(ctx, client.ObjectKey{Namespace: j.p.Namespace, Name: name}, obj)
+			err := j.conn.Cached.Get(ctx, client.ObjectKey{Namespace: j.p.Namespace, Name: name}, obj)
 			switch {
 			case apierrors.IsNotFound(err):
 				continue
 			case err != nil:
-				return nil, fmt.Errorf("reading %s/%s in cluster %q: %w", j.p.Namespace, name, j.conn.name, err)
+				return nil, fmt.Errorf("reading %s/%s in cluster %q: %w", j.p.Namespace, name, j.conn.Name, err)
 			}
 			out[kindName(obj)+"/"+name] = obj
 		}
@@ -248,8 +248,8 @@ func (j *applyJob) listNamed(ctx context.Context, names []string, out map[string
 	for _, gvk := range []schema.GroupVersionKind{appsv1.SchemeGroupVersion.WithKind("StatefulSetList"), corev1.SchemeGroupVersion.WithKind("ServiceList")} {
 		list := &metav1.PartialObjectMetadataList{}
 		list.SetGroupVersionKind(gvk)
-		if err := j.conn.live.List(ctx, list, client.InNamespace(j.p.Namespace)); err != nil {
-			return fmt.Errorf("listing %ss in namespace %q of cluster %q: %w", strings.TrimSuffix(gvk.Kind, "List"), j.p.Namespace, j.conn.name, err)
+		if err := j.conn.Live.List(ctx, list, client.InNamespace(j.p.Namespace)); err != nil {
+			return fmt.Errorf("listing %ss in namespace %q of cluster %q: %w", strings.TrimSuffix(gvk.Kind, "List"), j.p.Namespace, j.conn.Name, err)
 		}
 		for i := range list.Items {
 			if want.Has(list.Items[i].Name) {

@@ -68,7 +68,7 @@ func TestNamedObjects(t *testing.T) {
 			cached, live := newCountingMember(scheme, objects()...), newCountingMember(scheme, objects()...)
 			j := &applyJob{
 				p:           &urutauv1alpha1.CDCPipeline{ObjectMeta: metav1.ObjectMeta{Namespace: "cdc", Name: "p"}},
-				conn:        &memberConn{name: "a", cached: cached, live: live},
+				conn:        &Conn{Name: "a", Cached: cached, Live: live},
 				cacheMayLag: tc.cacheMayLag,
 			}
 			got, err := j.namedObjects(t.Context(), names)
