@@ -363,7 +363,13 @@ func (j *applyJob) applyCoordinator(ctx context.Context, res *memberResult, w *c
 		res.fail(err)
 		return nil, false
 	}
-	req.BeforeCreate, req.ConfirmAbsent = j.mayCreateCoordinator, !j.leaseWritten
+	req.BeforeCreate = func(ctx context.Context) error {
+		if err := j.scalersOf(ctx, coordinator.CoordinatorName(j.p.Name)); err != nil {
+			return err
+		}
+		return j.mayCreateCoordinator(ctx)
+	}
+	req.ConfirmAbsent = !j.leaseWritten
 	before := res.wrote
 	if err := j.apply(ctx, res, req, j.conn.Cached); !j.boundaryAllows(res, err) {
 		return nil, false

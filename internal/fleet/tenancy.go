@@ -8,9 +8,11 @@ import (
 	"strings"
 	"sync"
 
+	kedav1alpha1 "github.com/kedacore/keda/v2/apis/keda/v1alpha1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -196,6 +198,9 @@ func (j *applyJob) stopCoordinator(ctx context.Context, res *memberResult, w *co
 // A worker is the pipeline's when its labels say so, or a pod of its coordinator owns it.
 func (j *applyJob) workerNamesFree(ctx context.Context, w *coordinator.Workload) error {
 	names := grantedWorkerNames(w)
+	if err := notOwnCoordinator(names, j.p); err != nil {
+		return err
+	}
 	taken, err := j.namedObjects(ctx, names)
 	if err != nil {
 		return err
@@ -209,6 +214,47 @@ func (j *applyJob) workerNamesFree(ctx context.Context, w *coordinator.Workload)
 			return &adopt.Conflict{Object: fmt.Sprintf("%s %s/%s", kind, j.p.Namespace, name), Message: fmt.Sprintf(
 				"worker group name %q is taken by %s %s/%s, which is not a worker of this pipeline: the coordinator's Role would grant it get and update there, and KEDA would scale it; nothing was written. Rename the table's target, or the object",
 				name, kind, j.p.Namespace, name)}
+		}
+	}
+	return nil
+}
+
+// notOwnCoordinator refuses worker group names that are the pipeline's own coordinator's (a
+// table whose target is "coordinator"): its ScaledObject would scale the coordinator StatefulSet
+// to the table's worker count, and its Role would let the coordinator update itself: two or more
+// readers of one source. The name is free when the pipeline is first placed (the coordinator is
+// created in the same pass), so it cannot wait for the member to show it taken.
+func notOwnCoordinator(names []string, p *urutauv1alpha1.CDCPipeline) error {
+	own := coordinator.CoordinatorName(p.Name)
+	if !slices.Contains(names, own) {
+		return nil
+	}
+	return &adopt.Conflict{Object: fmt.Sprintf("StatefulSet %s/%s", p.Namespace, own), Message: fmt.Sprintf(
+		"worker group name %q is this pipeline's own coordinator's name (a table targets %q): its ScaledObject would scale the coordinator and start a second reader of the source; nothing was written. Rename the table's target",
+		own, strings.TrimPrefix(own, p.Name+"-"))}
+}
+
+// scalersOf refuses to create the coordinator StatefulSet name while a ScaledObject of the
+// member namespace targets it: KEDA would scale it past one pod, two readers of one source. Such
+// a ScaledObject is another pipeline's worker group whose name is this coordinator's (pipeline
+// "shop" with a table targeting "orders.coordinator" scales "shop-orders-coordinator"), or one
+// made by hand. It is read from the member itself, once, before the create: the hub caches no
+// ScaledObjects, and a cluster without KEDA has none.
+func (j *applyJob) scalersOf(ctx context.Context, name string) error {
+	list := &kedav1alpha1.ScaledObjectList{}
+	err := j.conn.Live.List(ctx, list, client.InNamespace(j.p.Namespace))
+	switch {
+	case meta.IsNoMatchError(err), apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("listing the ScaledObjects of namespace %q before creating the coordinator: %w", j.p.Namespace, err)
+	}
+	for i := range list.Items {
+		so := &list.Items[i]
+		if t := so.Spec.ScaleTargetRef; t != nil && t.Name == name && (t.Kind == "" || t.Kind == "StatefulSet") {
+			return &adopt.Conflict{Object: fmt.Sprintf("ScaledObject %s/%s", so.Namespace, so.Name), Message: fmt.Sprintf(
+				"ScaledObject %s/%s targets StatefulSet %s, the coordinator this pipeline would create: KEDA would scale it and start a second reader of the source; nothing was written. Remove the ScaledObject, or rename the table of the pipeline that made it",
+				so.Namespace, so.Name, name)}
 		}
 	}
 	return nil

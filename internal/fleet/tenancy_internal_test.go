@@ -2,20 +2,30 @@ package fleet
 
 import (
 	"context"
+	"errors"
 	"maps"
 	"slices"
+	"strings"
 	"testing"
+
+	kedav1alpha1 "github.com/kedacore/keda/v2/apis/keda/v1alpha1"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/yaml"
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
+	"github.com/urutau-io/fleet/internal/adopt"
+	"github.com/urutau-io/fleet/internal/coordinator"
 )
 
 // countingMember is a member (a fake client) that counts the GETs and LISTs it serves.
@@ -89,4 +99,86 @@ func TestNamedObjects(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A table whose worker group is named like a coordinator: the pipeline's own (target
+// "coordinator") is refused before anything is written, since the name is free on the first
+// placement; another pipeline's (target "orders.coordinator" of pipeline "shop" makes
+// "shop-orders-coordinator") holds that pipeline's coordinator from being created while the
+// ScaledObject targets it.
+func TestWorkerNamedLikeACoordinator(t *testing.T) {
+	const kedaInline = `
+pipeline: clicks
+source: {kind: mysql, serverId: "2001"}
+sink: {type: iceberg+rest, namespace: raw, warehouse: s3://lake/clicks}
+tables:
+- {source: web.clicks, target: raw.clicks, primaryKey: [id], workers: {number: 1, max: 4}}
+`
+	render := func(t *testing.T, name, target string) (*urutauv1alpha1.CDCPipeline, *coordinator.Workload) {
+		t.Helper()
+		def := strings.NewReplacer("clicks", name, "raw.clicks", target).Replace(kedaInline)
+		raw, err := yaml.YAMLToJSON([]byte(def))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := &urutauv1alpha1.CDCPipeline{ObjectMeta: metav1.ObjectMeta{Namespace: "cdc", Name: name, UID: "uid-" + types.UID(name)}}
+		p.Spec.Definition.Inline = &runtime.RawExtension{Raw: raw}
+		p.Spec.Secrets = urutauv1alpha1.Secrets{Source: "src", Catalog: "cat"}
+		w, err := coordinator.Render(p, coordinator.Settings{DefaultImage: "urutau/coordinator:test", KEDAPrometheusAddress: "http://prometheus:9090"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p, w
+	}
+	t.Run("own coordinator", func(t *testing.T) {
+		p, w := render(t, "shop", "coordinator")
+		scaled := false
+		for _, so := range w.ScaledObjects {
+			scaled = scaled || so.Spec.ScaleTargetRef.Name == coordinator.CoordinatorName("shop")
+		}
+		if !scaled {
+			t.Fatal("the renderer no longer names a worker group after the coordinator; this case tests nothing")
+		}
+		var c *adopt.Conflict
+		if err := notOwnCoordinator(grantedWorkerNames(w), p); !errors.As(err, &c) || !strings.Contains(c.Message, `"shop-coordinator"`) {
+			t.Fatalf("got %v, want a conflict naming shop-coordinator", err)
+		}
+	})
+	t.Run("an ordinary table", func(t *testing.T) {
+		p, w := render(t, "shop", "raw.clicks")
+		if err := notOwnCoordinator(grantedWorkerNames(w), p); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("another pipeline's coordinator", func(t *testing.T) {
+		_, w := render(t, "shop", "orders.coordinator")
+		scheme := runtime.NewScheme()
+		if err := kedav1alpha1.AddToScheme(scheme); err != nil {
+			t.Fatal(err)
+		}
+		var objs []client.Object
+		for _, so := range w.ScaledObjects {
+			objs = append(objs, so)
+		}
+		j := &applyJob{p: &urutauv1alpha1.CDCPipeline{ObjectMeta: metav1.ObjectMeta{Namespace: "cdc", Name: "shop-orders"}},
+			conn: &Conn{Name: "a", Live: fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).Build()}}
+		var c *adopt.Conflict
+		if err := j.scalersOf(t.Context(), coordinator.CoordinatorName("shop-orders")); !errors.As(err, &c) || !strings.Contains(c.Object, "ScaledObject cdc/shop-orders-coordinator") {
+			t.Fatalf("got %v, want a conflict naming the ScaledObject", err)
+		}
+		if err := j.scalersOf(t.Context(), coordinator.CoordinatorName("other")); err != nil {
+			t.Fatalf("a coordinator no ScaledObject targets: %v", err)
+		}
+	})
+	t.Run("no KEDA in the member", func(t *testing.T) {
+		live := fake.NewClientBuilder().WithInterceptorFuncs(interceptor.Funcs{
+			List: func(context.Context, client.WithWatch, client.ObjectList, ...client.ListOption) error {
+				return &meta.NoKindMatchError{GroupKind: schema.GroupKind{Group: "keda.sh", Kind: "ScaledObject"}}
+			},
+		}).Build()
+		j := &applyJob{p: &urutauv1alpha1.CDCPipeline{ObjectMeta: metav1.ObjectMeta{Namespace: "cdc", Name: "shop"}}, conn: &Conn{Name: "a", Live: live}}
+		if err := j.scalersOf(t.Context(), "shop-coordinator"); err != nil {
+			t.Fatalf("a member without KEDA: %v", err)
+		}
+	})
 }
