@@ -59,7 +59,8 @@ func (r *LeaseReconciler) Reconcile(ctx context.Context, req mcreconcile.Request
 	if err != nil {
 		return reconcile.Result{}, fmt.Errorf("listing the cluster inventory: %w", err)
 	}
-	next, draining, busy := followRenames(l, nil, r.knownIdentities(members), nil), false, false
+	ids := r.knownIdentities(members)
+	next, draining, busy := followRenames(l, nil, ids, unidentified(members, ids), nil), false, false
 	for _, uid := range sets.List(gone) {
 		if key, ok := pipelineKey(next, uid); ok && r.pipelineBusy != nil && r.pipelineBusy(key) {
 			// The pipeline's last reconcile still applies on a member (work it stopped waiting
@@ -150,6 +151,17 @@ func (r *LeaseReconciler) reportReplayed(l *urutauv1alpha1.ReaderLease, uid type
 		r.recorder.Eventf(l, nil, corev1.EventTypeNormal, EventTombstoneReplayed, "Cleanup",
 			"cluster %q holds nothing of pipeline %s/%s (uid %s) any more", e.Cluster, e.PipelineNamespace, e.PipelineName, uid)
 	}
+}
+
+// unidentified are the registered members without an identity in ids.
+func unidentified(members []inventory.Member, ids map[string]string) sets.Set[string] {
+	out := sets.New[string]()
+	for _, m := range members {
+		if ids[m.Name] == "" {
+			out.Insert(m.Name)
+		}
+	}
+	return out
 }
 
 // knownIdentities are the identities read from the registered members.

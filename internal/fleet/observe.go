@@ -341,3 +341,14 @@ func (w *world) targets() map[string]string {
 	}
 	return out
 }
+
+// unidentifiedNames are the registered members whose identity this reconcile does not know.
+func (w *world) unidentifiedNames() sets.Set[string] {
+	out := sets.New[string]()
+	for m := range w.inventory {
+		if w.ids[m] == "" {
+			out.Insert(m)
+		}
+	}
+	return out
+}

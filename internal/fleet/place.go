@@ -33,7 +33,7 @@ type placed struct {
 // (lease.Plan), and records that decision in the lease before anything starts.
 func (r *CoordinatorReconciler) place(ctx context.Context, p *urutauv1alpha1.CDCPipeline, w *world) (*placed, error) {
 	targets := w.targets()
-	current := followRenames(w.lease, targets, w.ids, w.accepted)
+	current := followRenames(w.lease, targets, w.ids, w.unidentifiedNames(), w.accepted)
 	w.held = r.holdSharedReaders(ctx, p, w, current, targets)
 	pl := &placed{departed: r.cleanDeparted(ctx, p, w, departedEntries(current, p.UID, targets))}
 	fi := r.prepareFence(ctx, p, current, targets, pl.departed)
@@ -166,15 +166,16 @@ func (r *CoordinatorReconciler) cleanOn(ctx context.Context, member string, e ur
 // its names), else to the one registered name with that identity; two entries that become one
 // keep the state that counts more (Active over Drained over Gone). accepted are names whose new
 // identity a person accepted: their entries of the old identity follow it to where it is
-// registered now, to be emptied there.
-func followRenames(l *urutauv1alpha1.ReaderLease, targets, ids map[string]string, accepted sets.Set[string]) *urutauv1alpha1.ReaderLease {
+// registered now, to be emptied there. unknown are registered names whose identity is not known
+// (they have not answered since this hub started): their entries stay where they are.
+func followRenames(l *urutauv1alpha1.ReaderLease, targets, ids map[string]string, unknown, accepted sets.Set[string]) *urutauv1alpha1.ReaderLease {
 	if l == nil {
 		return nil
 	}
 	next := l.DeepCopy()
 	moved := false
 	for i, e := range next.Spec.Members {
-		if name := renamedTo(e, targets, ids, accepted.Has(e.Cluster)); name != "" && name != e.Cluster {
+		if name := renamedTo(e, targets, ids, unknown.Has(e.Cluster), accepted.Has(e.Cluster)); name != "" && name != e.Cluster {
 			next.Spec.Members[i].Cluster, moved = name, true
 		}
 	}
@@ -193,13 +194,22 @@ func followRenames(l *urutauv1alpha1.ReaderLease, targets, ids map[string]string
 // emptied there, and so do the entries of a name whose new identity a person accepted (replaced):
 // accepting a new cluster under that name means leaving the old one, and the old one answers
 // under its other name.
-func renamedTo(e urutauv1alpha1.LeaseMember, targets, ids map[string]string, replaced bool) string {
+//
+// An entry never leaves a name that still reaches its cluster, nor a registered name whose
+// identity is unknown (unknown: it has not answered since this hub started): an identity is what
+// a member's API server says, and a member that answers with another's, while that other cannot
+// be asked, is not told apart from an impostor. Moving the entry there would have the impostor
+// emptied in its stead and free the source while the real cluster may still run a reader.
+func renamedTo(e urutauv1alpha1.LeaseMember, targets, ids map[string]string, unknown, replaced bool) string {
+	if ids[e.Cluster] == e.ClusterID || (unknown && !replaced) {
+		return e.Cluster
+	}
 	for _, t := range sortedKeys(targets) {
 		if targets[t] == e.ClusterID {
 			return t
 		}
 	}
-	if (targets != nil && !replaced) || ids[e.Cluster] == e.ClusterID {
+	if targets != nil && !replaced {
 		return e.Cluster
 	}
 	var names []string
