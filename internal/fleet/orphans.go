@@ -52,8 +52,9 @@ type orphanScanner struct {
 	mayLag func(host string) bool
 	// present tells whether member is in the inventory still.
 	present func(ctx context.Context, member string) bool
-	// stray records a live pipeline's objects found in a member no entry of it names.
-	stray    func(ctx context.Context, member string, p *urutauv1alpha1.CDCPipeline, g *orphanGroup)
+	// stray records a live pipeline's objects found in a member no entry of it names; false
+	// when they are not the pipeline's to record (reported as orphans instead).
+	stray    func(ctx context.Context, m inventory.Member, c *Conn, p *urutauv1alpha1.CDCPipeline, g *orphanGroup) bool
 	recorder events.EventRecorder
 	// entryKind is the kind of the inventory entries, which events about a member regard.
 	entryKind schema.GroupVersionKind
@@ -123,10 +124,10 @@ func (o *orphanScanner) scan(ctx context.Context, m inventory.Member, c *Conn) {
 		if !confirmLive(ctx, c.Live, g) {
 			continue
 		}
-		if p := rec.strayOf(g); p != nil {
+		if p := rec.strayOf(g); p != nil && o.stray(ctx, m, c, p, g) {
 			// A live pipeline's objects where no entry of it says so (a restore, a re-applied
-			// export): recorded, and removed like a member it left.
-			o.stray(ctx, m.Name, p, g)
+			// export), where the hub could have placed it: recorded, and removed like a member
+			// it left.
 			continue
 		}
 		lost = append(lost, g)

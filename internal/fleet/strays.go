@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"errors"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -13,48 +14,89 @@ import (
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
 	"github.com/urutau-io/fleet/internal/coordinator"
+	"github.com/urutau-io/fleet/internal/inventory"
 	"github.com/urutau-io/fleet/internal/lease"
+	"github.com/urutau-io/fleet/internal/tenancy"
 )
 
 // Strays are readers the hub did not start where it started them: a live pipeline's objects in a
 // member its lease does not name, and coordinator pods no StatefulSet controls. The orphan scan
 // finds them (orphans.go); this file acts on them.
 
-// recordStray adds to p's ReaderLease an Active entry for member, where the scan found objects of
-// p that no entry names, and has p reconciled: the entry holds p's other starts (a reader may run
-// there) until p's reconcile has emptied the member, as for a member it left. A pipeline being
-// deleted empties it too before its finalizer goes.
-func (r *CoordinatorReconciler) recordStray(ctx context.Context, member string, p *urutauv1alpha1.CDCPipeline, g *orphanGroup) {
-	log := ctrl.LoggerFrom(ctx).WithValues("cluster", member, "pipeline", klogRef(p))
-	id := r.members.KnownIdentity(member)
+// recordStray adds to p's ReaderLease an Active entry for member m, where the scan found objects
+// of p that no entry names, and has p reconciled: the entry holds p's other starts (a reader may
+// run there) until p's reconcile has emptied the member, as for a member it left. A pipeline
+// being deleted empties it too before its finalizer goes. It returns false, and records nothing,
+// when the hub could not have placed p there (stray objects the hub cannot remove are reported
+// as orphans, see placeable); true when it recorded them or will look again at the next scan.
+func (r *CoordinatorReconciler) recordStray(ctx context.Context, m inventory.Member, c *Conn, p *urutauv1alpha1.CDCPipeline, g *orphanGroup) bool {
+	log := ctrl.LoggerFrom(ctx).WithValues("cluster", m.Name, "pipeline", klogRef(p))
+	id := r.members.KnownIdentity(m.Name)
 	if id == "" {
-		return // the next scan, once the identity is known
+		return true // the next scan, once the identity is known
+	}
+	switch err := r.placeable(ctx, m, c, p, g.namespace); {
+	case isDenial(err):
+		log.Info("objects of a live pipeline where the hub could not have placed it: reported as orphans, not recorded", "namespace", g.namespace, "reason", err.Error())
+		return false
+	case err != nil:
+		log.Info("recording stray objects failed", "error", err.Error())
+		return true
 	}
 	name := lease.Name(sourceIdentity(parseInline(p)), p.UID)
 	current, err := r.leases.GetLive(ctx, name)
 	if err != nil {
 		log.Info("recording stray objects failed", "error", err.Error())
-		return
+		return true
 	}
 	next := strayLease(current, name, sourceIdentity(parseInline(p)), p, urutauv1alpha1.LeaseMember{
-		Cluster: member, ClusterID: id, PipelineUID: p.UID, PipelineNamespace: p.Namespace, PipelineName: p.Name,
+		Cluster: m.Name, ClusterID: id, PipelineUID: p.UID, PipelineNamespace: p.Namespace, PipelineName: p.Name,
 		Namespace: g.namespace, State: urutauv1alpha1.LeaseMemberActive, Since: metav1.Now().Rfc3339Copy(),
 		Reason: "found by the orphan scan where the pipeline was not placed (restored objects?)",
 	})
 	if next == nil {
-		return
+		return true
 	}
 	// Not through writeLease: this write's watch event must not pass for the pipeline's own echo.
 	// It brings the pipeline back once the cache holds the entry; the requeue below may read the
 	// lease before that, find nothing to remove, and leave the strays to the periodic look.
 	if _, err := r.leases.Write(ctx, current, next); err != nil {
 		log.Info("recording stray objects failed", "error", err.Error())
-		return
+		return true
 	}
 	log.Info("stray objects of a live pipeline recorded: they are removed like a member it left", "objects", g.objects, "namespace", g.namespace)
 	r.event(p, corev1.EventTypeWarning, EventStrayObjects, "Scan",
-		"cluster %q holds %d object(s) of this pipeline in namespace %q, where it is not placed (restored from a backup?): a coordinator there would be a second reader; the hub removes them", member, g.objects, g.namespace)
+		"cluster %q holds %d object(s) of this pipeline in namespace %q, where it is not placed (restored from a backup?): a coordinator there would be a second reader; the hub removes them", m.Name, g.objects, g.namespace)
 	r.requeue(client.ObjectKeyFromObject(p))
+	return true
+}
+
+// placeable tells whether the tenancy boundary would let the hub place p in namespace ns of
+// member m, the namespace opened to the fleet there included: a *tenancy.Denial when not. Stray
+// objects are recorded in p's lease only where it would, since an entry holds p's moves until the
+// hub has emptied that member: anyone who may label objects in a namespace of some member the
+// hub may not write to would otherwise hold p's moves and failovers for good.
+func (r *CoordinatorReconciler) placeable(ctx context.Context, m inventory.Member, c *Conn, p *urutauv1alpha1.CDCPipeline, ns string) error {
+	b, hubNS, err := r.boundary(ctx, p)
+	if err != nil {
+		return err
+	}
+	if err := b.Check(hubNS, m, ns); err != nil {
+		return err
+	}
+	memberNS := &corev1.Namespace{}
+	switch err := c.Live.Get(ctx, client.ObjectKey{Name: ns}, memberNS); {
+	case apierrors.IsNotFound(err), apierrors.IsForbidden(err):
+		return b.CheckUnreadableNamespace(m.Name, ns, apierrors.IsForbidden(err))
+	case err != nil:
+		return err
+	}
+	return b.CheckMemberNamespace(m.Name, memberNS)
+}
+
+func isDenial(err error) bool {
+	var d *tenancy.Denial
+	return errors.As(err, &d)
 }
 
 // strayLease is current with entry added, or a new lease held by p with it; nil when an entry
