@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -241,7 +242,9 @@ func notOwnCoordinator(names []string, p *urutauv1alpha1.CDCPipeline) error {
 // made by hand. It is read from the member itself, once, before the create: the hub caches no
 // ScaledObjects, and a cluster without KEDA has none.
 func (j *applyJob) scalersOf(ctx context.Context, name string) error {
-	list := &kedav1alpha1.ScaledObjectList{}
+	// Unstructured: the hub's member clients know KEDA's kinds only as what they apply.
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(kedav1alpha1.SchemeGroupVersion.WithKind("ScaledObjectList"))
 	err := j.conn.Live.List(ctx, list, client.InNamespace(j.p.Namespace))
 	switch {
 	case meta.IsNoMatchError(err), apierrors.IsNotFound(err):
@@ -249,12 +252,13 @@ func (j *applyJob) scalersOf(ctx context.Context, name string) error {
 	case err != nil:
 		return fmt.Errorf("listing the ScaledObjects of namespace %q before creating the coordinator: %w", j.p.Namespace, err)
 	}
-	for i := range list.Items {
-		so := &list.Items[i]
-		if t := so.Spec.ScaleTargetRef; t != nil && t.Name == name && (t.Kind == "" || t.Kind == "StatefulSet") {
-			return &adopt.Conflict{Object: fmt.Sprintf("ScaledObject %s/%s", so.Namespace, so.Name), Message: fmt.Sprintf(
+	for _, so := range list.Items {
+		target, _, _ := unstructured.NestedString(so.Object, "spec", "scaleTargetRef", "name")
+		kind, _, _ := unstructured.NestedString(so.Object, "spec", "scaleTargetRef", "kind")
+		if target == name && (kind == "" || kind == "StatefulSet") {
+			return &adopt.Conflict{Object: fmt.Sprintf("ScaledObject %s/%s", so.GetNamespace(), so.GetName()), Message: fmt.Sprintf(
 				"ScaledObject %s/%s targets StatefulSet %s, the coordinator this pipeline would create: KEDA would scale it and start a second reader of the source; nothing was written. Remove the ScaledObject, or rename the table of the pipeline that made it",
-				so.Namespace, so.Name, name)}
+				so.GetNamespace(), so.GetName(), name)}
 		}
 	}
 	return nil
