@@ -163,7 +163,7 @@ func newFlagSet(o *options, watchNamespaces *string, serverAllowlist *[]string) 
 	fs.StringVar(&o.providerNamespace, "cluster-provider-namespace", "urutau-system",
 		"Namespace of the hub holding the kubeconfig Secrets or ClusterProfiles.")
 	fs.DurationVar(&o.memberTimeout, "member-timeout", 10*time.Second,
-		"Bound on each member's part of a reconcile, on member requests sent without a deadline, on each health check, and on the first sync of a member's cache. A reconcile stops waiting for a member silent for 500ms; one whose requests time out is treated as down until a health check finds it answering.")
+		"Bound on each member's part of a reconcile, on member requests sent without a deadline, on each health check, and on the first sync of a member's cache. A reconcile stops waiting for a member after half of this, or sooner once its requests have had no answer for 500ms (a fixed limit that no flag sets); its work there goes on in the background. A member whose requests time out is treated as down until a health check finds it answering.")
 	fs.DurationVar(&o.healthInterval, "member-health-interval", 0,
 		"How often each member is checked, idle or not (one request; default: --member-timeout). A member that stops answering shows as Unreachable within this plus --member-timeout.")
 	fs.DurationVar(&o.tombstoneGrace, "tombstone-grace", 2*time.Minute,
