@@ -42,6 +42,7 @@ import (
 	"github.com/urutau-io/fleet/internal/inventory"
 	"github.com/urutau-io/fleet/internal/inventory/clusterprofile"
 	"github.com/urutau-io/fleet/internal/membercache"
+	"github.com/urutau-io/fleet/internal/members"
 	"github.com/urutau-io/fleet/internal/version"
 	internalwebhook "github.com/urutau-io/fleet/internal/webhook"
 )
@@ -153,9 +154,9 @@ func setup(ctx context.Context, o options, cfg *rest.Config) (mcmanager.Manager,
 		func(co *cluster.Options) { co.Scheme = scheme },
 		membercache.Options(o.memberTimeout),
 	}
-	liveness := &fleet.Liveness{}
+	liveness := &members.Liveness{}
 	// Screening first: the others only wrap the transport of a config that passed.
-	restOptions := []func(*rest.Config) error{credentials.RESTOption(o.memberPolicy), fleet.MemberRequestDeadline(o.memberTimeout), liveness.Track}
+	restOptions := []func(*rest.Config) error{credentials.RESTOption(o.memberPolicy), members.MemberRequestDeadline(o.memberTimeout), liveness.Track}
 	refusals := &inventory.Refusals{}
 	provider, setupProvider := newProvider(o, memberOptions, restOptions, refusals)
 

@@ -13,6 +13,7 @@ import (
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
 	"github.com/urutau-io/fleet/internal/coordinator"
 	"github.com/urutau-io/fleet/internal/inventory"
+	"github.com/urutau-io/fleet/internal/members"
 	"github.com/urutau-io/fleet/internal/placement"
 	"github.com/urutau-io/fleet/internal/spec"
 	"github.com/urutau-io/fleet/internal/ssa"
@@ -28,7 +29,7 @@ const AnnotationKEDAPrometheusAddress = inventory.KEDAPrometheusAddressKey
 // not waited for, and the others go on (isolation).
 func (r *CoordinatorReconciler) applyAll(ctx context.Context, p *urutauv1alpha1.CDCPipeline, w *world, pl *placed) map[string]memberResult {
 	key := client.ObjectKeyFromObject(p)
-	done, late := FanOut(ctx, r.fanOutOptions(PipelineWakeKey(p), "apply"), pl.decision.Run, func(ctx context.Context, m string) memberResult {
+	done, late := members.FanOut(ctx, r.fanOutOptions(members.PipelineWakeKey(p), "apply"), pl.decision.Run, func(ctx context.Context, m string) memberResult {
 		return r.applyOn(ctx, p, w, pl, m)
 	}, func(m string, err error) memberResult {
 		res := memberResult{obs: status.MemberObservation{Name: m}}
@@ -40,14 +41,14 @@ func (r *CoordinatorReconciler) applyAll(ctx context.Context, p *urutauv1alpha1.
 	}
 	now := time.Now()
 	for m, res := range done {
-		k := WorkKey{Pipeline: key, Member: m}
+		k := members.WorkKey{Pipeline: key, Member: m}
 		switch {
 		case res.backingOff:
 		case res.err != nil:
-			res.retryIn = r.members.Backoff.Failed(k, res.obs, now)
+			res.retryIn = r.backoff.Failed(k, res.obs, now)
 			done[m] = res
 		default:
-			r.members.Backoff.Succeeded(k)
+			r.backoff.Succeeded(k)
 		}
 	}
 	return done
@@ -58,12 +59,12 @@ func (r *CoordinatorReconciler) applyOn(ctx context.Context, p *urutauv1alpha1.C
 	if d := w.denied[m]; d != nil {
 		return denied(m, w.ids[m], d)
 	}
-	if obs, left, waiting := r.members.Backoff.Waiting(WorkKey{Pipeline: client.ObjectKeyFromObject(p), Member: m}, time.Now()); waiting {
+	if obs, left, waiting := r.backoff.Waiting(members.WorkKey{Pipeline: client.ObjectKeyFromObject(p), Member: m}, time.Now()); waiting {
 		return memberResult{obs: obs, backingOff: true, retryIn: left}
 	}
 	if down, msg := r.members.Down(m); down {
 		res := memberResult{obs: status.MemberObservation{Name: m, ClusterID: w.ids[m]}}
-		res.fail(fmt.Errorf("cluster %q %w: %s", m, ErrDown, msg))
+		res.fail(fmt.Errorf("cluster %q %w: %s", m, members.ErrDown, msg))
 		res.obs.Message, res.eventMessage = msg, msg
 		return res
 	}
@@ -118,7 +119,7 @@ func (r *CoordinatorReconciler) settingsFor(p *urutauv1alpha1.CDCPipeline, m inv
 }
 
 // lateMember is what a reconcile reports for member m when it stopped waiting for its work there
-// (fanOut): it does not answer. The message is the same every time, so a member that stays hung
+// (members.FanOut): it does not answer. The message is the same every time, so a member that stays hung
 // makes one transition in the status, not one per reconcile.
 func lateMember(p *urutauv1alpha1.CDCPipeline, m, id string) memberResult {
 	msg := fmt.Sprintf("cluster %q does not answer its requests; the hub goes on with the other clusters and tries it again when it answers", m)
@@ -132,10 +133,10 @@ func lateMember(p *urutauv1alpha1.CDCPipeline, m, id string) memberResult {
 }
 
 // markTimedOut records that member's requests time out: it is down until a health check finds it
-// answering (health.go), and the message says so, the same for every request and pipeline.
+// answering (members.Monitor), and the message says so, the same for every request and pipeline.
 func (r *CoordinatorReconciler) markTimedOut(member string) string {
 	msg := fmt.Sprintf("cluster %q does not answer: its requests time out (--member-timeout %s); the hub checks it every %s and does not wait for it meanwhile", member, r.MemberTimeout, r.HealthInterval)
-	if r.members.SetHealth(member, Health{Checked: true, Message: msg}) {
+	if r.members.SetHealth(member, members.Health{Checked: true, Message: msg}) {
 		r.requeue(r.pipelinesOn(context.Background(), member)...)
 	}
 	return msg

@@ -14,6 +14,7 @@ import (
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
 	"github.com/urutau-io/fleet/internal/inventory"
 	"github.com/urutau-io/fleet/internal/lease"
+	"github.com/urutau-io/fleet/internal/members"
 	"github.com/urutau-io/fleet/internal/status"
 )
 
@@ -60,8 +61,8 @@ func (r *CoordinatorReconciler) reconcileDelete(ctx context.Context, p *urutauv1
 
 // release empties the members lease l records for the deleted pipeline p, and records what is
 // left. It returns the entries left.
-func (r *CoordinatorReconciler) release(ctx context.Context, p *urutauv1alpha1.CDCPipeline, l *urutauv1alpha1.ReaderLease, members []inventory.Member, expired bool) ([]urutauv1alpha1.LeaseMember, error) {
-	states := r.members.clean(ctx, r.fanOutOptions(PipelineWakeKey(p), "clean"), ownEntries(l, p.UID), members, r.markTimedOut)
+func (r *CoordinatorReconciler) release(ctx context.Context, p *urutauv1alpha1.CDCPipeline, l *urutauv1alpha1.ReaderLease, registered []inventory.Member, expired bool) ([]urutauv1alpha1.LeaseMember, error) {
+	states := cleanEntries(ctx, &r.members, r.fanOutOptions(members.PipelineWakeKey(p), "clean"), ownEntries(l, p.UID), registered, r.markTimedOut)
 	d := lease.PlanRelease(lease.ReleaseInput{
 		Self: p.UID, Current: l, Observed: states, Expired: expired, Now: metav1.Now().Rfc3339Copy(),
 		Reason: fmt.Sprintf("CDCPipeline %s/%s was deleted while this cluster could not be emptied within %s", p.Namespace, p.Name, r.TombstoneGrace),

@@ -37,7 +37,7 @@
 //     lease records; entries left after TombstoneGrace are tombstones, replayed by the
 //     LeaseReconciler when the member answers (by identity, under any name).
 //   - Terminal state (gate.go): no member write while status.terminated holds.
-//   - Isolation (fanout.go, breaker.go, apply.go): every member's work runs on its own, bounded by
+//   - Isolation (internal/members: FanOut, Breaker; apply.go): every member's work runs on its own, bounded by
 //     MemberTimeout; a hung member is not waited for, a failing one backs off alone.
 //   - Idle is quiet: no-op applies are skipped (internal/ssa), echoes of our own writes are not
 //     reconciled (ssa.EchoFilter), the status is written only when it changed.
@@ -45,7 +45,7 @@
 //     renews a fence Lease per fenced placement; a move away from a member that does not answer
 //     completes once the fence's bound has passed since the last renewal that may have been
 //     written. A failover placement runs on one candidate and moves after its threshold.
-//   - Members come and go (members.go, health.go, orphans.go): each member has an identity (the
+//   - Members come and go (internal/members: Set, Monitor; orphans.go): each member has an identity (the
 //     UID of its kube-system namespace); a periodic health check reports a member that stops
 //     answering while idle; a member that leaves the inventory is never emptied by that, and
 //     everything kept about it is dropped; objects no lease accounts for are reported as orphans.
@@ -55,30 +55,31 @@
 // All of it is in memory, rebuilt from the world after a restart, and lost without harm; what
 // must survive a crash (where readers may run, tombstones) is in the ReaderLeases.
 //
-//	memberSet       members.go   per member: clients, identity, health (the last check), cleared
-//	                             when the member leaves the inventory (forget). Health is written
-//	                             by the health checks and by work that timed out (markTimedOut);
-//	                             a change requeues the pipelines placed there and the leases that
-//	                             name it.
-//	memberBreaker   breaker.go   members a reconcile stopped waiting for (slow), with the
-//	                             pipelines that skipped them: requeued when the work ends (settle).
-//	runningWork     breaker.go   the work running per (pipeline, member): no second start there.
-//	memberBackoff   breaker.go   per (pipeline, member) retry schedule after an error the member
-//	                             answered with; the reconcile's RequeueAfter carries it.
-//	applier         internal/ssa per member object: the last applied bytes and resourceVersion,
-//	                             for the no-op check; echoes of our applies (ssa.EchoFilter).
-//	hubEchoes,      internal/ssa resourceVersions of our own writes to pipelines and leases:
-//	leaseEchoes                  their watch events are not reconciled; a foreign change that
-//	                             crossed a write sets lookAgain, which requeues at once, as
-//	                             does a change of others that a write's answer shows.
-//	healthMonitor   health.go    when each member is next checked.
-//	orphanScanner   orphans.go   the orphans each member's last scan suspected.
-//	fenceRenewer    fencelease.go per fenced placement on a member: whether the hub renews its
-//	                             fence Lease, and the latest instant a renewal it sent may have
-//	                             been written. Written by place (hold after the lease write,
-//	                             release before deciding) and by the renewals; read by
-//	                             prepareFence. Rebuilt from the ReaderLeases when the hub starts
-//	                             leading, counting what a previous leader may have sent.
+//	members         members.Set        per member: clients, identity, health (the last check),
+//	                                   cleared when the member leaves the inventory (Forget).
+//	                                   Health is written by the health checks and by work that
+//	                                   timed out (markTimedOut); a change requeues the pipelines
+//	                                   placed there and the leases that name it. Its Breaker holds
+//	                                   the members a reconcile stopped waiting for (slow), with the
+//	                                   pipelines that skipped them: requeued when the work ends.
+//	running         members.RunningWork the work running per (pipeline, member): no second start.
+//	backoff         members.Backoff    per (pipeline, member) retry schedule after an error the
+//	                                   member answered with; the reconcile's RequeueAfter carries it.
+//	applier         ssa.Applier        per member object: the last applied bytes and
+//	                                   resourceVersion, for the no-op check; echoes of our applies.
+//	hubEchoes,      ssa.EchoFilter     resourceVersions of our own writes to pipelines and leases:
+//	leaseEchoes                        their watch events are not reconciled; a foreign change that
+//	                                   crossed a write sets lookAgain, which requeues at once, as
+//	                                   does a change of others that a write's answer shows.
+//	health          members.Monitor    when each member is next checked.
+//	orphans         orphanScanner      the orphans each member's last scan suspected (orphans.go).
+//	fence           fenceRenewer       per fenced placement on a member: whether the hub renews
+//	                                   its fence Lease, and the latest instant a renewal it sent
+//	                                   may have been written (fencelease.go). Written by place
+//	                                   (hold after the lease write, release before deciding) and
+//	                                   by the renewals; read by prepareFence. Rebuilt from the
+//	                                   ReaderLeases when the hub starts leading, counting what a
+//	                                   previous leader may have sent.
 //
 // # What it must not do
 //

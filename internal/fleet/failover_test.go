@@ -15,6 +15,7 @@ import (
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
 	"github.com/urutau-io/fleet/internal/inventory"
 	"github.com/urutau-io/fleet/internal/lease"
+	"github.com/urutau-io/fleet/internal/members"
 )
 
 func TestFailoverCandidates(t *testing.T) {
@@ -114,8 +115,8 @@ func TestFailoverStatus(t *testing.T) {
 	}
 }
 
-// The hub's bound: from the last acknowledged renewal, or memberWriteLanding after one that got
-// no answer; never while it renews; a record first seen counts as renewed memberWriteLanding
+// The hub's bound: from the last acknowledged renewal, or members.WriteLanding after one that got
+// no answer; never while it renews; a record first seen counts as renewed members.WriteLanding
 // from then.
 func TestFenceRenewerBound(t *testing.T) {
 	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
@@ -142,17 +143,17 @@ func TestFenceRenewerBound(t *testing.T) {
 	acked := now
 	now = now.Add(5 * time.Second)
 	f.release(e)
-	if at, ok := f.drainedAt(e); !ok || !at.Equal(latest(acked, first.Add(memberWriteLanding)).Add(bound)) {
+	if at, ok := f.drainedAt(e); !ok || !at.Equal(latest(acked, first.Add(members.WriteLanding)).Add(bound)) {
 		t.Fatalf("drainedAt = %v %v, want the ack plus the bound", at, ok)
 	}
 
 	f.hold(e)
 	now = now.Add(time.Second)
 	sent := now
-	renew(errors.New("context deadline exceeded")) // no answer: may land until sent+memberWriteLanding
+	renew(errors.New("context deadline exceeded")) // no answer: may land until sent+members.WriteLanding
 	f.release(e)
-	if at, _ := f.drainedAt(e); !at.Equal(sent.Add(memberWriteLanding).Add(bound)) {
-		t.Fatalf("after an unanswered renewal drainedAt = %v, want %v", at, sent.Add(memberWriteLanding).Add(bound))
+	if at, _ := f.drainedAt(e); !at.Equal(sent.Add(members.WriteLanding).Add(bound)) {
+		t.Fatalf("after an unanswered renewal drainedAt = %v, want %v", at, sent.Add(members.WriteLanding).Add(bound))
 	}
 	before, _ := f.drainedAt(e)
 	f.hold(e)
@@ -166,7 +167,7 @@ func TestFenceRenewerBound(t *testing.T) {
 	f.mu.Lock()
 	f.records[lease.KeyOf(e)].inflight = now
 	f.mu.Unlock()
-	if at, _ := f.drainedAt(e); !at.Equal(now.Add(memberWriteLanding).Add(bound)) {
+	if at, _ := f.drainedAt(e); !at.Equal(now.Add(members.WriteLanding).Add(bound)) {
 		t.Fatalf("with a renewal in flight drainedAt = %v", at)
 	}
 }
@@ -197,7 +198,7 @@ func (*refusedErr) Error() string { return "connect: connection refused" }
 func (*refusedErr) Unwrap() error { return syscall.ECONNREFUSED }
 
 // What a previous leader may have sent: entries the leases hold when the renewer starts count as
-// renewed until memberWriteLanding later; entries first seen afterwards start with none.
+// renewed until members.WriteLanding later; entries first seen afterwards start with none.
 func TestFenceRenewerAdopt(t *testing.T) {
 	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	f := newFenceRenewer(fenceConfig{ttl: 20 * time.Second, grace: 10 * time.Second, margin: 5 * time.Second})
@@ -209,7 +210,7 @@ func TestFenceRenewerAdopt(t *testing.T) {
 		t.Fatal("an Active, Renewing entry is not renewed after the hub starts leading")
 	}
 	f.release(old)
-	if at, _ := f.drainedAt(old); !at.Equal(now.Add(memberWriteLanding + 35*time.Second)) {
+	if at, _ := f.drainedAt(old); !at.Equal(now.Add(members.WriteLanding + 35*time.Second)) {
 		t.Fatalf("adopted entry drainedAt = %v", at)
 	}
 	fresh := entry(selfP, "b", urutauv1alpha1.LeaseMemberActive)

@@ -20,6 +20,7 @@ import (
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
 	"github.com/urutau-io/fleet/internal/coordinator"
 	"github.com/urutau-io/fleet/internal/lease"
+	"github.com/urutau-io/fleet/internal/members"
 	"github.com/urutau-io/fleet/internal/ssa"
 )
 
@@ -28,7 +29,7 @@ import (
 // every FenceTTL/4; the coordinator there runs only while it sees renewals (cmd/fence). Once the
 // pipeline leaves the member, the hub stops renewing and the bound starts: every renewal the hub
 // ever sent was written no later than when it was acknowledged, or, for one that got no answer,
-// memberWriteLanding after it was sent; so FenceTTL+FenceGrace after the latest of those
+// members.WriteLanding after it was sent; so FenceTTL+FenceGrace after the latest of those
 // instants, plus a margin, no coordinator of that placement runs there, whether or not the hub
 // can reach the member. All instants are on the hub's monotonic clock: nothing here compares a
 // clock of the hub with one of the member.
@@ -88,7 +89,7 @@ type fenceRecord struct {
 // mayLandUntil is landed, counting the renewal in flight as one that gets no answer.
 func (f *fenceRecord) mayLandUntil() time.Time {
 	if !f.inflight.IsZero() {
-		return latest(f.landed, f.inflight.Add(memberWriteLanding))
+		return latest(f.landed, f.inflight.Add(members.WriteLanding))
 	}
 	return f.landed
 }
@@ -99,9 +100,9 @@ func (f *fenceRecord) mayLandUntil() time.Time {
 //
 // What a previous leader (or this hub before a restart) sent is not in memory: every entry with
 // a fence that the ReaderLeases hold when the renewer starts counts as renewed until
-// memberWriteLanding after that. An entry first seen later was written by this leader, and it
+// members.WriteLanding after that. An entry first seen later was written by this leader, and it
 // sends a renewal only after writing the entry, so none was sent before its record exists. Until
-// the renewer has read the leases, a record first seen counts as renewed memberWriteLanding from
+// the renewer has read the leases, a record first seen counts as renewed members.WriteLanding from
 // then.
 type fenceRenewer struct {
 	cfg fenceConfig
@@ -126,13 +127,13 @@ func newFenceRenewer(cfg fenceConfig) *fenceRenewer {
 }
 
 // record returns the record of k; one made before the leases were read counts as renewed until
-// memberWriteLanding from now.
+// members.WriteLanding from now.
 func (f *fenceRenewer) record(k lease.Key, t fenceTarget) *fenceRecord {
 	rec := f.records[k]
 	if rec == nil {
 		rec = &fenceRecord{target: t}
 		if !f.bootstrapped {
-			rec.landed = f.now().Add(memberWriteLanding)
+			rec.landed = f.now().Add(members.WriteLanding)
 		}
 		f.records[k] = rec
 	}
@@ -140,14 +141,14 @@ func (f *fenceRenewer) record(k lease.Key, t fenceTarget) *fenceRecord {
 }
 
 // adopt records what the ReaderLeases say when the renewer starts: each entry with a fence may
-// have been renewed by a previous leader until memberWriteLanding from now, and is renewed from
+// have been renewed by a previous leader until members.WriteLanding from now, and is renewed from
 // now on when Active and Renewing.
 func (f *fenceRenewer) adopt(entries []urutauv1alpha1.LeaseMember) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, e := range entries {
 		rec := f.record(lease.KeyOf(e), targetOf(e))
-		rec.landed = latest(rec.landed, f.now().Add(memberWriteLanding))
+		rec.landed = latest(rec.landed, f.now().Add(members.WriteLanding))
 		if e.State == urutauv1alpha1.LeaseMemberActive && e.Fence.Renewing {
 			rec.renewing = true
 		}
@@ -209,7 +210,7 @@ func (f *fenceRenewer) Start(ctx context.Context) error {
 	if f.bootstrap != nil {
 		entries, err := f.bootstrap(ctx)
 		if err != nil {
-			// Every record then counts as renewed until memberWriteLanding after it is first seen.
+			// Every record then counts as renewed until members.WriteLanding after it is first seen.
 			log.Error(err, "Reading the fenced placements to renew; they are renewed once their pipelines are reconciled")
 		} else {
 			f.adopt(entries)
@@ -265,7 +266,7 @@ func (f *fenceRenewer) renewOne(ctx context.Context, k lease.Key) {
 		rec.landed = latest(rec.landed, f.now())
 		fenceRenewals.WithLabelValues(t.member, "renewed").Inc()
 	case renewalMayLand(err):
-		rec.landed = latest(rec.landed, sent.Add(memberWriteLanding))
+		rec.landed = latest(rec.landed, sent.Add(members.WriteLanding))
 		fenceRenewals.WithLabelValues(t.member, "unanswered").Inc()
 	default:
 		fenceRenewals.WithLabelValues(t.member, "refused").Inc()
@@ -279,7 +280,7 @@ func (f *fenceRenewer) renewOne(ctx context.Context, k lease.Key) {
 // a refused connection (nothing was sent), an answer the hub refused before sending (not the
 // leader, another cluster), or an error the API server answered with that says it wrote nothing.
 func renewalMayLand(err error) bool {
-	if Unsent(err) || errors.Is(err, errRenewalNotSent) {
+	if members.Unsent(err) || errors.Is(err, errRenewalNotSent) {
 		return false
 	}
 	var status apierrors.APIStatus
@@ -430,4 +431,11 @@ func (r *CoordinatorReconciler) podsFenced(ctx context.Context, p *urutauv1alpha
 
 func fencedPod(s corev1.PodSpec) bool {
 	return slices.ContainsFunc(s.InitContainers, func(c corev1.Container) bool { return c.Name == coordinator.FenceInitContainer })
+}
+
+func latest(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }

@@ -8,6 +8,7 @@ import (
 	"k8s.io/client-go/tools/events"
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
+	"github.com/urutau-io/fleet/internal/members"
 )
 
 // A termination is acknowledged (status.terminated.observedGeneration, after which the hub
@@ -30,9 +31,9 @@ func TestGateWaitsForRunningWorkBeforeAcknowledging(t *testing.T) {
 		return p.Status.Terminated.ObservedGeneration != 0
 	}
 
-	late := WorkKey{Pipeline: key, Member: "slow"}
+	late := members.WorkKey{Pipeline: key, Member: "slow"}
 	r.running.Begin(late)
-	r.running.Begin(WorkKey{Pipeline: types.NamespacedName{Namespace: "cdc", Name: "other"}, Member: "slow"})
+	r.running.Begin(members.WorkKey{Pipeline: types.NamespacedName{Namespace: "cdc", Name: "other"}, Member: "slow"})
 	if acknowledged() {
 		t.Fatal("the termination was acknowledged while work on member slow still ran")
 	}

@@ -22,6 +22,7 @@ import (
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
+	"github.com/urutau-io/fleet/internal/ssa"
 )
 
 // The event handlers: what brings a pipeline back to the queue. Member objects map back to
@@ -138,7 +139,7 @@ func deletionStarted(before, after client.Object) bool {
 // of an entry (a new kubeconfig, a ClusterProfile's status) can only change how the hub reaches
 // that member: it brings back the pipelines placed there, not every pipeline (hack/bench:
 // pointing one member's Secret elsewhere queued all 2,000 pipelines of the hub for 10 s). A member
-// that leaves takes everything kept about it (memberSet.forget) along.
+// that leaves takes everything kept about it (members.Set.Forget) along.
 func (r *CoordinatorReconciler) inventoryEventHandler(multicluster.ClusterName, cluster.Cluster) handler.TypedEventHandler[client.Object, mcreconcile.Request] {
 	enqueue := func(ctx context.Context, q queue, entry client.Object, all bool) {
 		for _, key := range r.pipelinesFor(ctx, entry.GetName(), all) {
@@ -168,10 +169,20 @@ func (r *CoordinatorReconciler) inventoryEventHandler(multicluster.ClusterName, 
 	}
 }
 
+// healthChecks is what the inventory's events ask of the member health checks (members.Monitor).
+type healthChecks interface {
+	// CheckSoon has member checked at the next round; Forget drops its schedule.
+	CheckSoon(member string)
+	Forget(member string)
+}
+
 // forgetMember drops every piece of state kept about member, which left the inventory.
 func (r *CoordinatorReconciler) forgetMember(member string) {
 	r.members.Forget(member)
+	r.backoff.ForgetMember(member)
 	r.applier.ForgetMember(member)
+	forgetMemberSeries(member)
+	ssa.ForgetMemberSeries(member)
 	r.health.Forget(member)
 	ctx, cancel := context.WithTimeout(context.Background(), hubWriteTimeout)
 	defer cancel()
@@ -180,7 +191,7 @@ func (r *CoordinatorReconciler) forgetMember(member string) {
 	}
 }
 
-// publishHealth records what the last check of member found (healthRecords).
+// publishHealth records what the last check of member found (members.Records).
 func (r *CoordinatorReconciler) publishHealth(ctx context.Context, member string) {
 	ctx, cancel := context.WithTimeout(ctx, hubWriteTimeout)
 	defer cancel()

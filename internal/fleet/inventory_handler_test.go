@@ -4,7 +4,6 @@ import (
 	"context"
 	"slices"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,6 +16,7 @@ import (
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
 	"github.com/urutau-io/fleet/internal/lease"
+	"github.com/urutau-io/fleet/internal/members"
 )
 
 // Which pipelines a change of an inventory entry brings back.
@@ -36,7 +36,8 @@ func TestInventoryEventHandler(t *testing.T) {
 	rl := &urutauv1alpha1.ReaderLease{ObjectMeta: metav1.ObjectMeta{Namespace: "urutau-system", Name: "mysql-1101"},
 		Spec: urutauv1alpha1.ReaderLeaseSpec{Members: []urutauv1alpha1.LeaseMember{{Cluster: "m", ClusterID: "id-m",
 			PipelineUID: "uid-applying", PipelineNamespace: "cdc", PipelineName: "applying-on-m", State: urutauv1alpha1.LeaseMemberActive}}}}
-	r := &CoordinatorReconciler{health: &Monitor{}, leases: lease.Store{Namespace: "urutau-system"}, Client: fake.NewClientBuilder().WithScheme(scheme).
+	checks := &recordedChecks{}
+	r := &CoordinatorReconciler{health: checks, leases: lease.Store{Namespace: "urutau-system"}, Client: fake.NewClientBuilder().WithScheme(scheme).
 		WithObjects(pipeline("on-m", "a", "m"), pipeline("elsewhere", "a"), pipeline("nowhere"), applying, rl).
 		WithStatusSubresource(&urutauv1alpha1.CDCPipeline{}).Build()}
 	h := r.inventoryEventHandler("", nil)
@@ -88,17 +89,27 @@ func TestInventoryEventHandler(t *testing.T) {
 	}
 
 	// A new way to reach the member has it checked at the next round.
-	r.health.next = map[string]time.Time{"m": time.Now().Add(time.Hour)}
+	checks.soon = nil
 	queued(update(entry(map[string]string{"region": "eu"}, nil, "v3")))
-	if _, scheduled := r.health.next["m"]; scheduled {
-		t.Fatal("after a new kubeconfig the member's next health check is not brought forward")
+	if !slices.Equal(checks.soon, []string{"m"}) {
+		t.Fatalf("after a new kubeconfig the health checks brought forward %v, want [m]", checks.soon)
 	}
 	// A member that leaves takes what was kept about it.
-	r.members.SetHealth("m", Health{Checked: true, Up: true})
+	r.members.SetHealth("m", members.Health{Checked: true, Up: true})
+	checks.forgot = nil
 	queued(func(ctx context.Context, q workqueue.TypedRateLimitingInterface[mcreconcile.Request]) {
 		h.Delete(ctx, event.TypedDeleteEvent[client.Object]{Object: old}, q)
 	})
 	if h := r.members.Health("m"); h.Checked {
 		t.Fatal("the health of a member that left was kept")
 	}
+	if !slices.Equal(checks.forgot, []string{"m"}) {
+		t.Fatalf("the health checks forgot %v, want [m]", checks.forgot)
+	}
 }
+
+// recordedChecks records what the handlers ask of the health checks.
+type recordedChecks struct{ soon, forgot []string }
+
+func (c *recordedChecks) CheckSoon(member string) { c.soon = append(c.soon, member) }
+func (c *recordedChecks) Forget(member string)    { c.forgot = append(c.forgot, member) }

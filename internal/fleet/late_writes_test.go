@@ -7,11 +7,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/urutau-io/fleet/internal/lease"
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/urutau-io/fleet/internal/lease"
+	"github.com/urutau-io/fleet/internal/members"
 )
 
 // failingTransport fails every request with err, after "sending" it.
@@ -19,7 +22,7 @@ type failingTransport struct{ err error }
 
 func (t failingTransport) RoundTrip(*http.Request) (*http.Response, error) { return nil, t.err }
 
-// A write that got no answer may still be committed by the member: until memberWriteLanding after
+// A write that got no answer may still be committed by the member: until members.WriteLanding after
 // it was sent, a cleanup that finds the member empty does not count it empty. A refused
 // connection sent nothing; a read changes nothing.
 func TestLateWritesAreFenced(t *testing.T) {
@@ -36,11 +39,16 @@ func TestLateWritesAreFenced(t *testing.T) {
 		{"a write that was answered", http.MethodPatch, nil, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			l := &Liveness{}
-			rt := &livenessRoundTripper{rt: failingTransport{tc.err}, l: l, host: "https://m"}
-			if tc.err == nil {
-				rt.rt = answering{}
+			l := &members.Liveness{}
+			cfg := &rest.Config{Host: "https://m"}
+			if err := l.Track(cfg); err != nil {
+				t.Fatal(err)
 			}
+			var transport http.RoundTripper = failingTransport{tc.err}
+			if tc.err == nil {
+				transport = answering{}
+			}
+			rt := cfg.WrapTransport(transport)
 			req, _ := http.NewRequest(tc.method, "https://m/apis/apps/v1/namespaces/x/statefulsets/p-coordinator", nil)
 			sent := time.Now()
 			_, _ = rt.RoundTrip(req)
@@ -56,8 +64,8 @@ func TestLateWritesAreFenced(t *testing.T) {
 			if !tc.fenced {
 				return
 			}
-			if until.Before(sent.Add(memberWriteLanding)) {
-				t.Errorf("fenced until %s, want at least %s after the write was sent", until, memberWriteLanding)
+			if until.Before(sent.Add(members.WriteLanding)) {
+				t.Errorf("fenced until %s, want at least %s after the write was sent", until, members.WriteLanding)
 			}
 			if after := fenceLateWrites(empty, "m", l, "https://m", until); after.state != lease.Empty {
 				t.Errorf("still fenced at %s", until)

@@ -12,10 +12,9 @@ import (
 )
 
 var (
-	t0     = metav1.Date(2026, 12, 1, 10, 0, 0, 0, metav1.Now().Location())
-	src    = &urutauv1alpha1.SourceIdentity{Kind: "mysql", Field: "serverId", Value: "1101"}
-	selfP  = urutauv1alpha1.PipelineRef{Namespace: "shop", Name: "orders", UID: "uid-p"}
-	otherQ = urutauv1alpha1.PipelineRef{Namespace: "shop", Name: "orders-v2", UID: "uid-q"}
+	t0    = metav1.Date(2026, 12, 1, 10, 0, 0, 0, metav1.Now().Location())
+	src   = &urutauv1alpha1.SourceIdentity{Kind: "mysql", Field: "serverId", Value: "1101"}
+	selfP = urutauv1alpha1.PipelineRef{Namespace: "shop", Name: "orders", UID: "uid-p"}
 )
 
 // entry is a lease entry of pipeline ref on member m (identity "id-"+m).
@@ -34,15 +33,6 @@ func targets(ms ...string) map[string]string {
 	out := map[string]string{}
 	for _, m := range ms {
 		out[m] = "id-" + m
-	}
-	return out
-}
-
-func observed(pairs ...any) map[lease.Key]lease.State {
-	out := map[lease.Key]lease.State{}
-	for i := 0; i < len(pairs); i += 2 {
-		m := pairs[i].(string)
-		out[lease.Key{Cluster: m, ClusterID: "id-" + m, Pipeline: selfP.UID}] = pairs[i+1].(lease.State)
 	}
 	return out
 }

@@ -20,6 +20,7 @@ import (
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
 	"github.com/urutau-io/fleet/internal/inventory"
 	"github.com/urutau-io/fleet/internal/lease"
+	"github.com/urutau-io/fleet/internal/members"
 )
 
 // LeaseReconciler replays tombstones: the entries a ReaderLease keeps for pipelines that are gone
@@ -27,16 +28,16 @@ import (
 // member answers, as the cluster the entry names, it is emptied of everything carrying the gone
 // pipeline's UID, and the entry goes; a lease with nothing left whose holder is gone goes too.
 // Entries of live pipelines are theirs alone: a terminated pipeline's included. A member that does
-// not answer is not polled: its return (health.go) or its registration brings the lease back.
+// not answer is not polled: its return (members.Monitor) or its registration brings the lease back.
 type LeaseReconciler struct {
 	client    client.Client
 	apiReader client.Reader
 	inventory inventory.Inventory
-	members   *Set
+	members   *members.Set
 	leases    *lease.Store
 	recorder  events.EventRecorder
 	// options are the fan-out options of the work on one lease's members.
-	options func(key types.NamespacedName) FanOutOptions
+	options func(key types.NamespacedName) members.FanOutOptions
 	// timedOut marks a member whose requests timed out.
 	timedOut func(member string) string
 	// pipelineBusy tells whether a pipeline's own reconciles still have work running on a member.
@@ -55,12 +56,12 @@ func (r *LeaseReconciler) Reconcile(ctx context.Context, req mcreconcile.Request
 	if err != nil || gone.Len() == 0 {
 		return reconcile.Result{}, err
 	}
-	members, err := r.inventory.Members(ctx)
+	registered, err := r.inventory.Members(ctx)
 	if err != nil {
 		return reconcile.Result{}, fmt.Errorf("listing the cluster inventory: %w", err)
 	}
-	ids := r.knownIdentities(members)
-	next, draining, busy := followRenames(l, nil, ids, unidentified(members, ids), nil), false, false
+	ids := r.knownIdentities(registered)
+	next, draining, busy := followRenames(l, nil, ids, unidentified(registered, ids), nil), false, false
 	for _, uid := range sets.List(gone) {
 		if key, ok := pipelineKey(next, uid); ok && r.pipelineBusy != nil && r.pipelineBusy(key) {
 			// The pipeline's last reconcile still applies on a member (work it stopped waiting
@@ -68,7 +69,7 @@ func (r *LeaseReconciler) Reconcile(ctx context.Context, req mcreconcile.Request
 			busy = true
 			continue
 		}
-		states := r.members.clean(ctx, r.options(types.NamespacedName{Namespace: req.Namespace, Name: req.Name}), ownEntries(next, uid), members, r.timedOut)
+		states := cleanEntries(ctx, r.members, r.options(types.NamespacedName{Namespace: req.Namespace, Name: req.Name}), ownEntries(next, uid), registered, r.timedOut)
 		r.reportReplayed(next, uid, states)
 		d := lease.PlanRelease(lease.ReleaseInput{Self: uid, Current: next, Observed: states, Now: metav1.Now().Rfc3339Copy()})
 		if d.Delete {

@@ -16,6 +16,7 @@ import (
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
 	"github.com/urutau-io/fleet/internal/inventory"
 	"github.com/urutau-io/fleet/internal/lease"
+	"github.com/urutau-io/fleet/internal/members"
 )
 
 // oneMember is an inventory of one member.
@@ -41,7 +42,7 @@ func TestLeaseReplayWaitsForThePipelinesRunningWork(t *testing.T) {
 			PipelineUID: p1.UID, PipelineNamespace: p1.Namespace, PipelineName: p1.Name, State: urutauv1alpha1.LeaseMemberActive}}}}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(rl).Build() // p1 itself is gone
 	var asked []types.NamespacedName
-	r := &LeaseReconciler{client: c, apiReader: c, inventory: oneMember{}, members: &Set{},
+	r := &LeaseReconciler{client: c, apiReader: c, inventory: oneMember{}, members: &members.Set{},
 		leases:       &lease.Store{Client: c, Live: c, Namespace: "urutau-system"},
 		pipelineBusy: func(k types.NamespacedName) bool { asked = append(asked, k); return true },
 	}

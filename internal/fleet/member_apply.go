@@ -21,6 +21,7 @@ import (
 	"github.com/urutau-io/fleet/internal/adopt"
 	"github.com/urutau-io/fleet/internal/coordinator"
 	"github.com/urutau-io/fleet/internal/inventory"
+	"github.com/urutau-io/fleet/internal/members"
 	"github.com/urutau-io/fleet/internal/ssa"
 	"github.com/urutau-io/fleet/internal/status"
 	"github.com/urutau-io/fleet/internal/tenancy"
@@ -35,23 +36,23 @@ type memberResult struct {
 	unreachable, timedOut bool
 	// retry: waiting for something outside the hub (a Secret); retry later, no backoff.
 	retry bool
-	// err is a failure the member answered with: that member backs off (memberBackoff).
+	// err is a failure the member answered with: that member backs off (members.Backoff).
 	err error
 	// terminal stops the pipeline (SecretValidationFailed, or an override that cannot render).
 	terminal *urutauv1alpha1.Terminated
 	// eventReason and eventMessage are the Warning to emit when this member's state is new.
 	eventReason, eventMessage string
 	// backingOff: the member was not contacted, it waits out an earlier failure; retryIn is when
-	// it is tried again (memberBackoff).
+	// it is tried again (members.Backoff).
 	backingOff bool
 	retryIn    time.Duration
 }
 
 // fail classifies err into the result.
 func (res *memberResult) fail(err error) {
-	if IsUnreachable(err) {
+	if members.IsUnreachable(err) {
 		res.unreachable = true
-		res.timedOut = IsTimeout(err)
+		res.timedOut = members.IsTimeout(err)
 		res.obs.Phase = urutauv1alpha1.ClusterUnreachable
 		res.obs.Message = "cluster does not answer: " + err.Error()
 		res.eventReason = EventClusterUnreachable
@@ -71,7 +72,7 @@ func (res *memberResult) fail(err error) {
 // coordinator StatefulSet, and the ScaledObjects (with pruning).
 type applyJob struct {
 	p        *urutauv1alpha1.CDCPipeline
-	conn     *Conn
+	conn     *members.Conn
 	id       string
 	settings coordinator.Settings
 	manager  string
@@ -285,7 +286,7 @@ func (j *applyJob) secretsReady(ctx context.Context, res *memberResult, w *coord
 	for i, ref := range w.RequiredSecrets {
 		s, err := reads.secrets[i]()
 		switch {
-		case IsUnreachable(err):
+		case members.IsUnreachable(err):
 			res.fail(fmt.Errorf("reading Secret %s/%s in cluster %q: %w", j.p.Namespace, ref.Name, j.conn.Name, err))
 			return false
 		case err != nil:

@@ -2,11 +2,8 @@ package fleet
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net"
 	"strings"
-	"syscall"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -20,15 +17,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	kedav1alpha1 "github.com/kedacore/keda/v2/apis/keda/v1alpha1"
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
 	"github.com/urutau-io/fleet/internal/coordinator"
+	"github.com/urutau-io/fleet/internal/inventory"
 	"github.com/urutau-io/fleet/internal/lease"
+	"github.com/urutau-io/fleet/internal/members"
 )
 
 // departedResult is the outcome of cleaning one member.
@@ -48,11 +45,11 @@ type departedResult struct {
 
 // cleanJob empties one member of one pipeline's objects and says what is left.
 type cleanJob struct {
-	conn *Conn
+	conn *members.Conn
 	// entry names the pipeline (UID, name) and the member namespace.
 	entry urutauv1alpha1.LeaseMember
 	// liveness tells whether a write the member left unanswered may still land (fenceLateWrites).
-	liveness *Liveness
+	liveness *members.Liveness
 }
 
 func (j *cleanJob) run(ctx context.Context) departedResult {
@@ -60,9 +57,9 @@ func (j *cleanJob) run(ctx context.Context) departedResult {
 	defer func() { memberDuration.WithLabelValues(j.conn.Name).Observe(time.Since(start).Seconds()) }()
 	res, err := cleanupMember(ctx, j.conn.Live, j.conn.Cached, j.entry)
 	switch {
-	case IsUnreachable(err):
+	case members.IsUnreachable(err):
 		memberErrors.WithLabelValues(j.conn.Name, "unreachable").Inc()
-		return departedResult{state: lease.Unreachable, deleted: res.deleted, timedOut: IsTimeout(err), message: "cluster does not answer: " + err.Error()}
+		return departedResult{state: lease.Unreachable, deleted: res.deleted, timedOut: members.IsTimeout(err), message: "cluster does not answer: " + err.Error()}
 	case err != nil:
 		memberErrors.WithLabelValues(j.conn.Name, "error").Inc()
 		return departedResult{state: lease.Holding, failed: true, deleted: res.deleted, message: err.Error()}
@@ -83,7 +80,7 @@ func (j *cleanJob) run(ctx context.Context) departedResult {
 // fenceLateWrites keeps a member that looks empty counted as holding while a write the hub sent
 // it without an answer may still be committed (Liveness.writeMayLand): a coordinator StatefulSet
 // created by it would start a reader after this pass found none.
-func fenceLateWrites(d departedResult, member string, l *Liveness, host string, now time.Time) departedResult {
+func fenceLateWrites(d departedResult, member string, l *members.Liveness, host string, now time.Time) departedResult {
 	if d.state != lease.Empty && d.state != lease.Draining {
 		return d
 	}
@@ -379,24 +376,40 @@ func nameTakenByAnother(ctx context.Context, reader client.Reader, e urutauv1alp
 	return other != "" && other != string(e.PipelineUID), nil
 }
 
-// IsUnreachable tells an error that says "the member did not answer" from one the member
-// answered with.
-func IsUnreachable(err error) bool {
-	if err == nil {
-		return false
+// cleanEntries empties, concurrently, the member each entry names when it can be reached as the cluster
+// the entry names (registered, answering, same identity), and says what each holds; the others
+// are unreachable. timedOut is told of a member whose requests timed out.
+func cleanEntries(ctx context.Context, s *members.Set, opts members.FanOutOptions, entries []urutauv1alpha1.LeaseMember, registeredMembers []inventory.Member, timedOut func(member string) string) map[lease.Key]lease.State {
+	registered := map[string]bool{}
+	for _, m := range registeredMembers {
+		registered[m.Name] = true
 	}
-	if errors.Is(err, multicluster.ErrClusterNotFound) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrDown) || errors.Is(err, ErrOtherCluster) ||
-		errors.Is(err, syscall.ECONNREFUSED) || utilnet.IsConnectionRefused(err) || utilnet.IsConnectionReset(err) ||
-		utilnet.IsProbableEOF(err) {
-		return true
+	out := map[lease.Key]lease.State{}
+	byMember := map[string]urutauv1alpha1.LeaseMember{}
+	for _, e := range entries {
+		out[lease.KeyOf(e)] = lease.Unreachable
+		if down, _ := s.Down(e.Cluster); registered[e.Cluster] && !down {
+			byMember[e.Cluster] = e
+		}
 	}
-	if apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err) || apierrors.IsServiceUnavailable(err) {
-		return true
+	done, _ := members.FanOut(ctx, opts, sortedKeys(byMember), func(ctx context.Context, m string) departedResult {
+		e := byMember[m]
+		c, err := s.Conn(ctx, m)
+		if err != nil {
+			return departedResult{state: lease.Unreachable, message: err.Error()}
+		}
+		// The member must still be the cluster the entry names.
+		if err := s.SameCluster(ctx, c, e.ClusterID); err != nil {
+			return departedResult{state: lease.Unreachable, message: err.Error()}
+		}
+		d := (&cleanJob{conn: c, entry: e, liveness: s.Liveness}).run(ctx)
+		if d.timedOut {
+			timedOut(m)
+		}
+		return d
+	}, func(string, error) departedResult { return departedResult{state: lease.Holding} })
+	for m, d := range done {
+		out[lease.KeyOf(byMember[m])] = d.state
 	}
-	var netErr net.Error
-	if errors.As(err, &netErr) {
-		return true
-	}
-	var opErr *net.OpError
-	return errors.As(err, &opErr)
+	return out
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/urutau-io/fleet/internal/coordinator"
 	"github.com/urutau-io/fleet/internal/inventory"
 	"github.com/urutau-io/fleet/internal/lease"
+	"github.com/urutau-io/fleet/internal/members"
 	"github.com/urutau-io/fleet/internal/placement"
 	"github.com/urutau-io/fleet/internal/spec"
 	"github.com/urutau-io/fleet/internal/tenancy"
@@ -191,9 +192,9 @@ func (r *CoordinatorReconciler) observeIdentities(ctx context.Context, p *urutau
 	// Reading an identity is one GET, and most reconciles find it known already: a member that
 	// takes longer (not engaged yet, or not answering) is not waited for; its late answer brings
 	// the pipeline back.
-	opts := r.fanOutOptions(PipelineWakeKey(p), "identity")
+	opts := r.fanOutOptions(members.PipelineWakeKey(p), "identity")
 	opts.Patience = min(opts.Patience, identityPatience)
-	found, _ := FanOut(ctx, opts, sets.List(names), func(ctx context.Context, m string) identityResult {
+	found, _ := members.FanOut(ctx, opts, sets.List(names), func(ctx context.Context, m string) identityResult {
 		return r.readIdentity(ctx, m)
 	}, func(_ string, err error) identityResult { return identityResult{err: err} })
 	// The identities the health checks read of the other members: where a renamed entry went.
@@ -227,7 +228,7 @@ func (r *CoordinatorReconciler) observeIdentities(ctx context.Context, p *urutau
 				continue
 			}
 			if !ok {
-				res.err = fmt.Errorf("cluster %q %w: its identity could not be read in time", m, ErrDown)
+				res.err = fmt.Errorf("cluster %q %w: its identity could not be read in time", m, members.ErrDown)
 			}
 			w.unidentified[m] = res.err
 		default:
@@ -252,7 +253,7 @@ type identityResult struct {
 // why it is not known: not engaged, or not answering.
 func (r *CoordinatorReconciler) readIdentity(ctx context.Context, member string) identityResult {
 	if down, msg := r.members.Down(member); down {
-		return identityResult{err: fmt.Errorf("cluster %q %w: %s", member, ErrDown, msg)}
+		return identityResult{err: fmt.Errorf("cluster %q %w: %s", member, members.ErrDown, msg)}
 	}
 	c, err := r.members.Conn(ctx, member)
 	if err != nil {

@@ -20,6 +20,7 @@ import (
 	"github.com/urutau-io/fleet/internal/inventory"
 	"github.com/urutau-io/fleet/internal/lease"
 	"github.com/urutau-io/fleet/internal/membercache"
+	"github.com/urutau-io/fleet/internal/members"
 )
 
 // orphanScanner finds, in each member, what the hub's records do not account for there:
@@ -54,7 +55,7 @@ type orphanScanner struct {
 	present func(ctx context.Context, member string) bool
 	// stray records a live pipeline's objects found in a member no entry of it names; false
 	// when they are not the pipeline's to record (reported as orphans instead).
-	stray    func(ctx context.Context, m inventory.Member, c *Conn, p *urutauv1alpha1.CDCPipeline, g *orphanGroup) bool
+	stray    func(ctx context.Context, m inventory.Member, c *members.Conn, p *urutauv1alpha1.CDCPipeline, g *orphanGroup) bool
 	recorder events.EventRecorder
 	// entryKind is the kind of the inventory entries, which events about a member regard.
 	entryKind schema.GroupVersionKind
@@ -92,7 +93,7 @@ type orphanGroup struct {
 // scan is older than the interval and none runs. The health check that found m answering calls
 // it: a scan that recounts many groups neither delays the next check nor runs out of the
 // check's deadline, whose cut requests would count as the member leaving them unanswered.
-func (o *orphanScanner) start(ctx context.Context, m inventory.Member, c *Conn) {
+func (o *orphanScanner) start(ctx context.Context, m inventory.Member, c *members.Conn) {
 	if !o.dueAt(m.Name, time.Now()) {
 		return
 	}
@@ -105,7 +106,7 @@ func (o *orphanScanner) start(ctx context.Context, m inventory.Member, c *Conn) 
 }
 
 // scan looks for orphans in member m.
-func (o *orphanScanner) scan(ctx context.Context, m inventory.Member, c *Conn) {
+func (o *orphanScanner) scan(ctx context.Context, m inventory.Member, c *members.Conn) {
 	found, err := o.ours(ctx, c)
 	if err != nil {
 		ctrl.LoggerFrom(ctx).Info("orphan scan failed", "cluster", m.Name, "error", err.Error())
@@ -168,7 +169,7 @@ func (o *orphanScanner) finished(member string) {
 
 // ours groups the hub's objects in the member's cache (in the member, while it may lag) by
 // pipeline UID and namespace.
-func (o *orphanScanner) ours(ctx context.Context, c *Conn) (map[orphanKey]*orphanGroup, error) {
+func (o *orphanScanner) ours(ctx context.Context, c *members.Conn) (map[orphanKey]*orphanGroup, error) {
 	out := map[orphanKey]*orphanGroup{}
 	var from client.Reader = c.Cached
 	lists := membercache.Lists()
@@ -298,7 +299,7 @@ func confirmLive(ctx context.Context, live client.Reader, g *orphanGroup) bool {
 }
 
 // report tells of one orphan group, and deletes it when allowed.
-func (o *orphanScanner) report(ctx context.Context, m inventory.Member, c *Conn, g *orphanGroup) {
+func (o *orphanScanner) report(ctx context.Context, m inventory.Member, c *members.Conn, g *orphanGroup) {
 	log := ctrl.LoggerFrom(ctx).WithValues("cluster", m.Name, "namespace", g.namespace, "pipelineUID", g.uid)
 	entry := entryObject(o.entryKind, m)
 	if !o.deleteAll && m.Annotations[urutauv1alpha1.AnnotationDeleteOrphans] != "true" {

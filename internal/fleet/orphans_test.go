@@ -20,6 +20,7 @@ import (
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
 	"github.com/urutau-io/fleet/internal/inventory"
 	"github.com/urutau-io/fleet/internal/lease"
+	"github.com/urutau-io/fleet/internal/members"
 )
 
 // failingReader answers every list with err.
@@ -192,9 +193,9 @@ func TestStrayRecordedOnlyWherePlaceable(t *testing.T) {
 			member := fake.NewClientBuilder().WithScheme(scheme).WithObjects(
 				&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "cdc", Labels: tc.memberLabels}}).Build()
 			r := &CoordinatorReconciler{Client: hub, leases: lease.Store{Client: hub, Live: hub, Namespace: "urutau-system"}}
-			r.members.SetHealth(tc.member.Name, Health{Checked: true, Up: true})
+			r.members.SetHealth(tc.member.Name, members.Health{Checked: true, Up: true})
 			r.members.SetIdentity(tc.member.Name, "id-"+tc.member.Name)
-			got := r.recordStray(t.Context(), tc.member, &Conn{Name: tc.member.Name, Live: member}, p, &orphanGroup{uid: p.UID, namespace: "cdc", objects: 1})
+			got := r.recordStray(t.Context(), tc.member, &members.Conn{Name: tc.member.Name, Live: member}, p, &orphanGroup{uid: p.UID, namespace: "cdc", objects: 1})
 			leases := &urutauv1alpha1.ReaderLeaseList{}
 			if err := hub.List(t.Context(), leases); err != nil {
 				t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
 	"github.com/urutau-io/fleet/internal/lease"
+	"github.com/urutau-io/fleet/internal/members"
 )
 
 // placed is what one reconcile decided: where the pipeline runs now under its reader lease,
@@ -115,7 +116,7 @@ func (r *CoordinatorReconciler) cleanDeparted(ctx context.Context, p *urutauv1al
 		}
 		reachable[e.Cluster] = e
 	}
-	done, late := FanOut(ctx, r.fanOutOptions(PipelineWakeKey(p), "clean"), sortedKeys(reachable), func(ctx context.Context, m string) departedResult {
+	done, late := members.FanOut(ctx, r.fanOutOptions(members.PipelineWakeKey(p), "clean"), sortedKeys(reachable), func(ctx context.Context, m string) departedResult {
 		return r.cleanOn(ctx, m, reachable[m])
 	}, func(_ string, err error) departedResult {
 		return departedResult{state: lease.Holding, failed: true, message: err.Error()}

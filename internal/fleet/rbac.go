@@ -24,7 +24,7 @@ package fleet
 // ReaderLeases: one per source identity, in the hub's namespace (DESIGN.md §5 rule 3).
 // +kubebuilder:rbac:groups=urutau.io,namespace=urutau-system,resources=readerleases,verbs=get;list;watch;create;update;delete
 
-// Leader election, and the member health records (healthrecord.go): Leases in the hub's namespace.
+// Leader election, and the member health records (members.Records): Leases in the hub's namespace.
 // list and delete are for the records of members that left.
 // +kubebuilder:rbac:groups=coordination.k8s.io,namespace=urutau-system,resources=leases,verbs=get;list;create;update;delete
 

@@ -23,7 +23,9 @@ import (
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
 	"github.com/urutau-io/fleet/internal/inventory"
 	"github.com/urutau-io/fleet/internal/lease"
+	"github.com/urutau-io/fleet/internal/members"
 	"github.com/urutau-io/fleet/internal/ssa"
+	"github.com/urutau-io/fleet/internal/status"
 	"github.com/urutau-io/fleet/internal/tenancy"
 )
 
@@ -125,7 +127,7 @@ type CoordinatorReconciler struct {
 	Refusals interface{ Refused(cluster string) error }
 	// Liveness follows whether members answer (its Track must be among the provider's REST
 	// options); without it, a reconcile waits for a hung member for half of MemberTimeout.
-	Liveness *Liveness
+	Liveness *members.Liveness
 	// Leader is the leader-election lock (LeaderFence) when the hub runs with leader election:
 	// no member is written by a replica whose lease may have passed to another.
 	Leader *LeaderFence
@@ -139,10 +141,12 @@ type CoordinatorReconciler struct {
 	FenceTTL, FenceGrace, FenceMargin time.Duration
 
 	// The state that outlives one reconcile, all of it described in doc.go.
-	members Set
+	members members.Set
 	applier ssa.Applier
 	leases  lease.Store
-	running RunningWork
+	running members.RunningWork
+	// backoff spaces the retries of one pipeline on one member that answered with an error.
+	backoff members.Backoff[status.MemberObservation]
 	// queue is the controller's queue: work that ends late brings its pipeline back through it.
 	queue atomic.Pointer[workqueue.TypedRateLimitingInterface[mcreconcile.Request]]
 	// wakeLease has a ReaderLease's tombstone replay run again (LeaseReconciler.requeue).
@@ -150,9 +154,9 @@ type CoordinatorReconciler struct {
 	// hubEchoes and leaseEchoes filter the hub watch events of our own writes to pipelines and
 	// ReaderLeases (echoFilter).
 	hubEchoes, leaseEchoes ssa.EchoFilter
-	// health checks every member periodically (health.go); records publishes what it finds.
-	health  *Monitor
-	records Records
+	// health checks every member periodically (members.Monitor); records publishes what it finds.
+	health  healthChecks
+	records members.Records
 	// lookAgain holds the pipelines whose writes crossed a change by someone else: they are
 	// reconciled again at once.
 	lookAgain sync.Map
@@ -246,7 +250,7 @@ func (r *CoordinatorReconciler) fetch(ctx context.Context, key types.NamespacedN
 	p := &urutauv1alpha1.CDCPipeline{}
 	if err := r.Client.Get(ctx, key, p); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.members.Backoff.ForgetPipeline(key)
+			r.backoff.ForgetPipeline(key)
 			r.hubEchoes.Forget(key.String())
 			return nil, nil
 		}
@@ -271,7 +275,7 @@ func (r *CoordinatorReconciler) ensureFinalizer(ctx context.Context, p *urutauv1
 }
 
 // wake brings back the reconciles of keys, each in its own controller's queue.
-func (r *CoordinatorReconciler) wake(keys ...WakeKey) {
+func (r *CoordinatorReconciler) wake(keys ...members.WakeKey) {
 	for _, k := range keys {
 		switch {
 		case !k.Lease:
@@ -323,13 +327,15 @@ func hubKey(o client.Object) string { return o.GetNamespace() + "/" + o.GetName(
 // nowRFC3339 is a terminated.at value.
 func nowRFC3339() string { return time.Now().UTC().Format(time.RFC3339) }
 
-// fanOutOptions are fanOut's options for the reconcile of key (a pipeline, or a lease's tombstone
+// fanOutOptions are members.FanOut's options for the reconcile of key (a pipeline, or a lease's tombstone
 // replay): work on a member starts only where none of that key's runs, a member whose work the
-// reconcile stops waiting for is slow (memberBreaker), and work that ends late brings key back,
+// reconcile stops waiting for is slow (members.Breaker), and work that ends late brings key back,
 // with the reconciles that skipped the member meanwhile, each in its own controller (wake).
-func (r *CoordinatorReconciler) fanOutOptions(key WakeKey, what string) FanOutOptions {
-	work := func(m string) WorkKey { return WorkKey{Pipeline: key.NamespacedName, Member: m, Lease: key.Lease} }
-	return FanOutOptions{
+func (r *CoordinatorReconciler) fanOutOptions(key members.WakeKey, what string) members.FanOutOptions {
+	work := func(m string) members.WorkKey {
+		return members.WorkKey{Pipeline: key.NamespacedName, Member: m, Lease: key.Lease}
+	}
+	return members.FanOutOptions{
 		What:     what,
 		Timeout:  r.MemberTimeout,
 		Patience: r.MemberTimeout / 2,
@@ -341,7 +347,7 @@ func (r *CoordinatorReconciler) fanOutOptions(key WakeKey, what string) FanOutOp
 			memberHeld.WithLabelValues(m).Set(1)
 		},
 		GiveUp: func(m string, begun time.Time) bool {
-			return r.members.Breaker.IsSlow(m) || r.Liveness.Silent(r.members.Host(m), begun, time.Now()) >= memberSilence
+			return r.members.Breaker.IsSlow(m) || r.Liveness.Silent(r.members.Host(m), begun, time.Now()) >= members.Silence
 		},
 		End: func(m string, late bool) {
 			r.running.End(work(m))

@@ -12,6 +12,7 @@ import (
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
 	"github.com/urutau-io/fleet/internal/lease"
+	"github.com/urutau-io/fleet/internal/members"
 	"github.com/urutau-io/fleet/internal/status"
 	"github.com/urutau-io/fleet/internal/tenancy"
 )
@@ -74,7 +75,7 @@ func observation(p *urutauv1alpha1.CDCPipeline, w *world, pl *placed, results ma
 	}
 	for _, m := range sortedKeys(w.unidentified) {
 		phase := urutauv1alpha1.ClusterPending
-		if IsUnreachable(w.unidentified[m]) {
+		if members.IsUnreachable(w.unidentified[m]) {
 			phase = urutauv1alpha1.ClusterUnreachable
 		}
 		show(status.MemberObservation{Name: m, Phase: phase, Message: w.unidentified[m].Error()})

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -30,6 +31,8 @@ import (
 	"github.com/urutau-io/fleet/internal/inventory"
 	"github.com/urutau-io/fleet/internal/lease"
 	"github.com/urutau-io/fleet/internal/membercache"
+	"github.com/urutau-io/fleet/internal/members"
+	"github.com/urutau-io/fleet/internal/ssa"
 	"github.com/urutau-io/fleet/internal/webhook"
 )
 
@@ -75,6 +78,9 @@ func (r *CoordinatorReconciler) setDefaults(mgr mcmanager.Manager) {
 	r.members.Manager = mgr
 	r.members.Refusals = r.Refusals
 	r.members.Liveness = r.Liveness
+	r.members.Writer = func(c client.Client, cfg *rest.Config, opts client.Options) client.Client {
+		return ssa.NewMemberClient(c, cfg, opts.HTTPClient, opts.Scheme, opts.Mapper)
+	}
 	r.applier.Base = r.FieldManager
 	r.leases = lease.Store{Client: r.Client, Live: r.APIReader, Namespace: r.LeaseNamespace, Owner: r.FieldManager}
 	r.FenceTTL = orDefault(r.FenceTTL, DefaultFenceTTL)
@@ -84,7 +90,7 @@ func (r *CoordinatorReconciler) setDefaults(mgr mcmanager.Manager) {
 	r.fence.renew, r.fence.bootstrap, r.fence.timeout = r.renewFence, r.fencedEntries, r.MemberTimeout
 	r.fence.down = func(m string) bool { down, _ := r.members.Down(m); return down }
 	holder, _ := os.Hostname()
-	r.records = Records{Client: r.Client, Live: r.APIReader, Namespace: r.LeaseNamespace, Holder: holder, Interval: r.HealthInterval}
+	r.records = members.Records{Client: r.Client, Live: r.APIReader, Namespace: r.LeaseNamespace, Holder: holder, Interval: r.HealthInterval}
 }
 
 func orDefault[T comparable](v, d T) T {
@@ -108,8 +114,9 @@ func (r *CoordinatorReconciler) SetupWithManager(mgr mcmanager.Manager) error {
 	}
 	lr := r.leaseReconciler()
 	r.wakeLease = lr.requeue
-	r.health = r.healthMonitor(mgr, lr)
-	if err := mgr.GetLocalManager().Add(r.health); err != nil {
+	monitor := r.healthMonitor(mgr, lr)
+	r.health = monitor
+	if err := mgr.GetLocalManager().Add(monitor); err != nil {
 		return fmt.Errorf("adding the member health checks: %w", err)
 	}
 	if err := mgr.GetLocalManager().Add(r.fence); err != nil {
@@ -184,8 +191,8 @@ func inNamespace(ns string) predicate.Predicate {
 func (r *CoordinatorReconciler) leaseReconciler() *LeaseReconciler {
 	return &LeaseReconciler{
 		client: r.Client, apiReader: r.APIReader, inventory: r.Inventory, members: &r.members, leases: &r.leases,
-		recorder: r.Recorder, options: func(key types.NamespacedName) FanOutOptions {
-			return r.fanOutOptions(WakeKey{NamespacedName: key, Lease: true}, "replay")
+		recorder: r.Recorder, options: func(key types.NamespacedName) members.FanOutOptions {
+			return r.fanOutOptions(members.WakeKey{NamespacedName: key, Lease: true}, "replay")
 		},
 		timedOut:     r.markTimedOut,
 		pipelineBusy: r.running.Busy,
@@ -194,7 +201,7 @@ func (r *CoordinatorReconciler) leaseReconciler() *LeaseReconciler {
 
 // healthMonitor builds the member health checks: a change brings back the pipelines placed on
 // the member and the leases that name it; a member that answers is scanned for orphans.
-func (r *CoordinatorReconciler) healthMonitor(mgr mcmanager.Manager, lr *LeaseReconciler) *Monitor {
+func (r *CoordinatorReconciler) healthMonitor(mgr mcmanager.Manager, lr *LeaseReconciler) *members.Monitor {
 	kind, err := apiutil.GVKForObject(r.Inventory.EntryType(), mgr.GetLocalManager().GetScheme())
 	if err != nil {
 		kind.Kind = "Secret"
@@ -205,7 +212,7 @@ func (r *CoordinatorReconciler) healthMonitor(mgr mcmanager.Manager, lr *LeaseRe
 		identity: r.members.KnownIdentity, stray: r.recordStray,
 		present: func(ctx context.Context, m string) bool { _, ok := r.inventoryMember(ctx, m); return ok },
 		mayLag:  func(host string) bool { return r.Liveness.CacheMayLag(host, time.Now()) }}
-	return &Monitor{
+	return &members.Monitor{
 		Members: &r.members, Inventory: r.Inventory, Interval: r.HealthInterval, Timeout: r.MemberTimeout,
 		Changed: func(member string) {
 			ctx := context.Background()
@@ -218,7 +225,7 @@ func (r *CoordinatorReconciler) healthMonitor(mgr mcmanager.Manager, lr *LeaseRe
 				ctrl.LoggerFrom(ctx).Error(err, "Removing the health records of members that left")
 			}
 		},
-		Checked: func(ctx context.Context, member string, c *Conn) {
+		Checked: func(ctx context.Context, member string, c *members.Conn) {
 			if m, ok := r.inventoryMember(ctx, member); ok {
 				scanner.start(ctx, m, c)
 			}

@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
+	"github.com/urutau-io/fleet/internal/members"
 	"github.com/urutau-io/fleet/internal/sourcedb"
 	"github.com/urutau-io/fleet/internal/status"
 )
@@ -32,10 +33,10 @@ type endpointResult struct {
 
 // readEndpoints reads the source endpoint of the pipeline on each member, concurrently; a member
 // that does not answer in time has none.
-func (r *CoordinatorReconciler) readEndpoints(ctx context.Context, p *urutauv1alpha1.CDCPipeline, w *world, members []string) map[string]endpointResult {
-	opts := r.fanOutOptions(PipelineWakeKey(p), "source endpoint")
+func (r *CoordinatorReconciler) readEndpoints(ctx context.Context, p *urutauv1alpha1.CDCPipeline, w *world, names []string) map[string]endpointResult {
+	opts := r.fanOutOptions(members.PipelineWakeKey(p), "source endpoint")
 	opts.Patience = min(opts.Patience, identityPatience)
-	found, late := FanOut(ctx, opts, members, func(ctx context.Context, m string) endpointResult {
+	found, late := members.FanOut(ctx, opts, names, func(ctx context.Context, m string) endpointResult {
 		return r.readEndpoint(ctx, p, w, m)
 	}, func(_ string, err error) endpointResult {
 		return endpointResult{why: "its source could not be read: " + err.Error()}

@@ -16,6 +16,7 @@ import (
 	"github.com/urutau-io/fleet/internal/coordinator"
 	"github.com/urutau-io/fleet/internal/inventory"
 	"github.com/urutau-io/fleet/internal/lease"
+	"github.com/urutau-io/fleet/internal/members"
 	"github.com/urutau-io/fleet/internal/tenancy"
 )
 
@@ -29,7 +30,7 @@ import (
 // being deleted empties it too before its finalizer goes. It returns false, and records nothing,
 // when the hub could not have placed p there (stray objects the hub cannot remove are reported
 // as orphans, see placeable); true when it recorded them or will look again at the next scan.
-func (r *CoordinatorReconciler) recordStray(ctx context.Context, m inventory.Member, c *Conn, p *urutauv1alpha1.CDCPipeline, g *orphanGroup) bool {
+func (r *CoordinatorReconciler) recordStray(ctx context.Context, m inventory.Member, c *members.Conn, p *urutauv1alpha1.CDCPipeline, g *orphanGroup) bool {
 	log := ctrl.LoggerFrom(ctx).WithValues("cluster", m.Name, "pipeline", klogRef(p))
 	id := r.members.KnownIdentity(m.Name)
 	if id == "" {
@@ -76,7 +77,7 @@ func (r *CoordinatorReconciler) recordStray(ctx context.Context, m inventory.Mem
 // objects are recorded in p's lease only where it would, since an entry holds p's moves until the
 // hub has emptied that member: anyone who may label objects in a namespace of some member the
 // hub may not write to would otherwise hold p's moves and failovers for good.
-func (r *CoordinatorReconciler) placeable(ctx context.Context, m inventory.Member, c *Conn, p *urutauv1alpha1.CDCPipeline, ns string) error {
+func (r *CoordinatorReconciler) placeable(ctx context.Context, m inventory.Member, c *members.Conn, p *urutauv1alpha1.CDCPipeline, ns string) error {
 	b, hubNS, err := r.boundary(ctx, p)
 	if err != nil {
 		return err
@@ -123,7 +124,7 @@ func strayLease(current *urutauv1alpha1.ReaderLease, name string, source *urutau
 // controls: a second reader beside the one the hub runs, or one where it runs none. One list per
 // namespace that holds live pipelines; a namespace the hub may not read there is not open to the
 // fleet, and holds nothing of it.
-func (o *orphanScanner) strayPods(ctx context.Context, member string, c *Conn, rec records) {
+func (o *orphanScanner) strayPods(ctx context.Context, member string, c *members.Conn, rec records) {
 	names := map[string]sets.Set[string]{}
 	for _, p := range rec.live {
 		if names[p.Namespace] == nil {
@@ -151,7 +152,7 @@ func (o *orphanScanner) strayPods(ctx context.Context, member string, c *Conn, r
 
 // judgePod deletes pod when no StatefulSet controls it; placed is the UID of the pipeline an
 // Active entry runs there under the pod's name ("" when none).
-func (o *orphanScanner) judgePod(ctx context.Context, member string, c *Conn, pod *corev1.Pod, placed types.UID) {
+func (o *orphanScanner) judgePod(ctx context.Context, member string, c *members.Conn, pod *corev1.Pod, placed types.UID) {
 	owner, err := controllerOf(ctx, c.Live, pod)
 	if err != nil || owner.exists || owner.foreign {
 		return

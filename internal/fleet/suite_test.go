@@ -26,6 +26,7 @@ import (
 	"github.com/urutau-io/fleet/internal/fleet"
 	"github.com/urutau-io/fleet/internal/inventory"
 	"github.com/urutau-io/fleet/internal/membercache"
+	hubmembers "github.com/urutau-io/fleet/internal/members"
 	"github.com/urutau-io/fleet/internal/tenancy"
 	"github.com/urutau-io/fleet/internal/testenv"
 )
@@ -101,11 +102,11 @@ var _ = BeforeSuite(func() {
 		Expect(hubClient.Create(suiteCtx, testenv.KubeconfigSecret(systemNS, name, kc, memberLabels[name]))).To(Succeed())
 	}
 
-	liveness := &fleet.Liveness{}
+	liveness := &hubmembers.Liveness{}
 	provider := kubeconfig.New(kubeconfig.Options{
 		Namespace:      systemNS,
 		ClusterOptions: []cluster.Option{membercache.Options(memberTimeout)},
-		RESTOptions:    []func(*rest.Config) error{fleet.MemberRequestDeadline(memberTimeout), liveness.Track},
+		RESTOptions:    []func(*rest.Config) error{hubmembers.MemberRequestDeadline(memberTimeout), liveness.Track},
 	})
 	mgr, err := mcmanager.New(hub.Config, provider, manager.Options{
 		Scheme:  testenv.Scheme(),

@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
+	"github.com/urutau-io/fleet/internal/members"
 	"github.com/urutau-io/fleet/internal/status"
 )
 
@@ -57,7 +58,7 @@ func TestStillCurrent(t *testing.T) {
 // which is asked for at once.
 func TestSupersededApplyLooksAgain(t *testing.T) {
 	asked := false
-	j := &applyJob{conn: &Conn{Name: "member-c"}, crossed: func() { asked = true }}
+	j := &applyJob{conn: &members.Conn{Name: "member-c"}, crossed: func() { asked = true }}
 	res := memberResult{obs: status.MemberObservation{Name: "member-c"}}
 	if j.boundaryAllows(&res, errors.Join(errSuperseded)) {
 		t.Fatal("a superseded apply went on")

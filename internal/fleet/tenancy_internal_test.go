@@ -26,6 +26,7 @@ import (
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
 	"github.com/urutau-io/fleet/internal/adopt"
 	"github.com/urutau-io/fleet/internal/coordinator"
+	"github.com/urutau-io/fleet/internal/members"
 )
 
 // countingMember is a member (a fake client) that counts the GETs and LISTs it serves.
@@ -78,7 +79,7 @@ func TestNamedObjects(t *testing.T) {
 			cached, live := newCountingMember(scheme, objects()...), newCountingMember(scheme, objects()...)
 			j := &applyJob{
 				p:           &urutauv1alpha1.CDCPipeline{ObjectMeta: metav1.ObjectMeta{Namespace: "cdc", Name: "p"}},
-				conn:        &Conn{Name: "a", Cached: cached, Live: live},
+				conn:        &members.Conn{Name: "a", Cached: cached, Live: live},
 				cacheMayLag: tc.cacheMayLag,
 			}
 			got, err := j.namedObjects(t.Context(), names)
@@ -161,7 +162,7 @@ tables:
 			objs = append(objs, so)
 		}
 		j := &applyJob{p: &urutauv1alpha1.CDCPipeline{ObjectMeta: metav1.ObjectMeta{Namespace: "cdc", Name: "shop-orders"}},
-			conn: &Conn{Name: "a", Live: fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).Build()}}
+			conn: &members.Conn{Name: "a", Live: fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).Build()}}
 		var c *adopt.Conflict
 		if err := j.scalersOf(t.Context(), coordinator.CoordinatorName("shop-orders")); !errors.As(err, &c) || !strings.Contains(c.Object, "ScaledObject cdc/shop-orders-coordinator") {
 			t.Fatalf("got %v, want a conflict naming the ScaledObject", err)
@@ -176,7 +177,7 @@ tables:
 				return &meta.NoKindMatchError{GroupKind: schema.GroupKind{Group: "keda.sh", Kind: "ScaledObject"}}
 			},
 		}).Build()
-		j := &applyJob{p: &urutauv1alpha1.CDCPipeline{ObjectMeta: metav1.ObjectMeta{Namespace: "cdc", Name: "shop"}}, conn: &Conn{Name: "a", Live: live}}
+		j := &applyJob{p: &urutauv1alpha1.CDCPipeline{ObjectMeta: metav1.ObjectMeta{Namespace: "cdc", Name: "shop"}}, conn: &members.Conn{Name: "a", Live: live}}
 		if err := j.scalersOf(t.Context(), "shop-coordinator"); err != nil {
 			t.Fatalf("a member without KEDA: %v", err)
 		}

@@ -1,4 +1,4 @@
-package fleet
+package members
 
 import (
 	"context"
@@ -11,10 +11,10 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 )
 
-// memberSilence is how long the requests to a member may go without any answer before a
+// Silence is how long the requests to a member may go without any answer before a
 // reconcile stops waiting for its work there (Liveness). A member under load still answers within
 // tens of milliseconds (hack/bench, every size), a hung one never.
-const memberSilence = 500 * time.Millisecond
+const Silence = 500 * time.Millisecond
 
 // FanOutOptions tune fanOut.
 type FanOutOptions struct {
@@ -42,7 +42,7 @@ type FanOutOptions struct {
 // results of the members that answered in time. A panic in fn is recovered into failed's result
 // for that member: one member's bad day never takes the hub down. The others are late: members
 // whose work was not started (start said no) or was not waited for (giveUp, or patience ran
-// out). A hung member delays a reconcile by about memberSilence, not by its whole timeout: a
+// out). A hung member delays a reconcile by about Silence, not by its whole timeout: a
 // reconcile that waited for it held a worker, and with it every pipeline in the queue (measured
 // with hack/bench: one hung member more than doubled the convergence of the healthy ones).
 func FanOut[T any](ctx context.Context, o FanOutOptions, members []string, fn func(context.Context, string) T, failed func(string, error) T) (done map[string]T, late []string) {

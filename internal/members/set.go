@@ -1,4 +1,4 @@
-package fleet
+package members
 
 import (
 	"context"
@@ -7,18 +7,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
-
-	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
-	"github.com/urutau-io/fleet/internal/inventory"
-	"github.com/urutau-io/fleet/internal/lease"
-	"github.com/urutau-io/fleet/internal/ssa"
 )
 
 // Conn is how the hub reaches one member cluster in one piece of work.
@@ -48,14 +42,16 @@ type Set struct {
 	Manager mcmanager.Manager
 	// Refusals, when set, tells why a member's credentials were refused.
 	Refusals interface{ Refused(cluster string) error }
-	// Liveness follows whether members answer (Reconciler.Liveness).
+	// Writer, when set, wraps a member's cached client into the one that writes to it (the
+	// hub's applier sends Server-Side Applies its own way, internal/ssa).
+	Writer func(c client.Client, cfg *rest.Config, opts client.Options) client.Client
+	// Liveness follows whether members answer.
 	Liveness *Liveness
 
 	mu      sync.Mutex
 	members map[string]*memberEntry
 
 	Breaker Breaker
-	Backoff Backoff
 }
 
 type memberEntry struct {
@@ -157,7 +153,10 @@ func (s *Set) ClientsFor(member string, cl cluster.Cluster) (*Conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("building a client for cluster %q: %w", member, err)
 	}
-	cached := ssa.NewMemberClient(withCache, cfg, opts.HTTPClient, opts.Scheme, opts.Mapper)
+	cached := withCache
+	if s.Writer != nil {
+		cached = s.Writer(withCache, cfg, opts)
+	}
 	if s.members == nil {
 		s.members = map[string]*memberEntry{}
 	}
@@ -308,49 +307,7 @@ func (s *Set) Forget(member string) {
 	delete(s.members, member)
 	s.mu.Unlock()
 	s.Breaker.Forget(member)
-	s.Backoff.ForgetMember(member)
-	for _, v := range memberMetrics {
-		v.DeletePartialMatch(prometheus.Labels{memberLabel: member})
-	}
-	ssa.ForgetMemberSeries(member)
-}
-
-// clean empties, concurrently, the member each entry names when it can be reached as the cluster
-// the entry names (registered, answering, same identity), and says what each holds; the others
-// are unreachable. timedOut is told of a member whose requests timed out.
-func (s *Set) clean(ctx context.Context, opts FanOutOptions, entries []urutauv1alpha1.LeaseMember, members []inventory.Member, timedOut func(member string) string) map[lease.Key]lease.State {
-	registered := map[string]bool{}
-	for _, m := range members {
-		registered[m.Name] = true
-	}
-	out := map[lease.Key]lease.State{}
-	byMember := map[string]urutauv1alpha1.LeaseMember{}
-	for _, e := range entries {
-		out[lease.KeyOf(e)] = lease.Unreachable
-		if down, _ := s.Down(e.Cluster); registered[e.Cluster] && !down {
-			byMember[e.Cluster] = e
-		}
-	}
-	done, _ := FanOut(ctx, opts, sortedKeys(byMember), func(ctx context.Context, m string) departedResult {
-		e := byMember[m]
-		c, err := s.Conn(ctx, m)
-		if err != nil {
-			return departedResult{state: lease.Unreachable, message: err.Error()}
-		}
-		// The member must still be the cluster the entry names.
-		if err := s.SameCluster(ctx, c, e.ClusterID); err != nil {
-			return departedResult{state: lease.Unreachable, message: err.Error()}
-		}
-		d := (&cleanJob{conn: c, entry: e, liveness: s.Liveness}).run(ctx)
-		if d.timedOut {
-			timedOut(m)
-		}
-		return d
-	}, func(string, error) departedResult { return departedResult{state: lease.Holding} })
-	for m, d := range done {
-		out[lease.KeyOf(byMember[m])] = d.state
-	}
-	return out
+	forgetSeries(member)
 }
 
 // NotEngagedMessage says why the hub has no connection to member: its credentials were refused

@@ -1,4 +1,4 @@
-package fleet
+package members
 
 import (
 	"context"
@@ -87,7 +87,7 @@ type hostLiveness struct {
 	// lastUnanswered is when a request last returned without an answer.
 	lastUnanswered time.Time
 	// landing is until when a write sent without an answer may still be committed by the member
-	// (memberWriteLanding after it was sent).
+	// (WriteLanding after it was sent).
 	landing time.Time
 }
 
@@ -152,12 +152,12 @@ func (l *Liveness) returned(host string, answered bool, now time.Time) {
 	}
 }
 
-// memberWriteLanding bounds how long after it was sent a write the hub got no answer to may still
+// WriteLanding bounds how long after it was sent a write the hub got no answer to may still
 // be committed by the member: the API server runs a request it received until its own
 // --request-timeout (60 s by default) even when the client stopped waiting, plus a margin. Until
 // then a cleanup that finds the member empty may be overtaken by a coordinator StatefulSet that
 // lands after it (writeMayLand): the hub does not count the member empty before that.
-const memberWriteLanding = 70 * time.Second
+const WriteLanding = 70 * time.Second
 
 // Unsent tells a failed request that surely never reached the API server: its connection was
 // refused.
@@ -172,8 +172,8 @@ func (l *Liveness) wrote(host string, sent time.Time, err error) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if h := l.hosts[host]; h != nil && sent.Add(memberWriteLanding).After(h.landing) {
-		h.landing = sent.Add(memberWriteLanding)
+	if h := l.hosts[host]; h != nil && sent.Add(WriteLanding).After(h.landing) {
+		h.landing = sent.Add(WriteLanding)
 	}
 }
 

@@ -1,17 +1,12 @@
-package fleet
+package members
 
 import (
-	"context"
-	"errors"
-	"net"
 	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/urutau-io/fleet/internal/status"
 )
 
 // Breaker keeps a member that hangs from holding the reconciles that include it. A member
@@ -140,15 +135,15 @@ func (w *RunningWork) End(k WorkKey) {
 // 403, a missing namespace): that member is retried on its own schedule, doubling from
 // backoffBase up to backoffMax, while the pipeline's other members go on at their own pace. The
 // reconcile reports the failure it last saw there meanwhile.
-type Backoff struct {
+type Backoff[T any] struct {
 	mu sync.Mutex
-	m  map[WorkKey]backoffEntry
+	m  map[WorkKey]backoffEntry[T]
 }
 
-type backoffEntry struct {
+type backoffEntry[T any] struct {
 	failures int
 	until    time.Time
-	obs      status.MemberObservation
+	obs      T
 }
 
 const (
@@ -158,22 +153,23 @@ const (
 
 // Waiting tells whether k is backing off at now: then it returns the failure last seen there and
 // how long is left.
-func (b *Backoff) Waiting(k WorkKey, now time.Time) (status.MemberObservation, time.Duration, bool) {
+func (b *Backoff[T]) Waiting(k WorkKey, now time.Time) (T, time.Duration, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	e, ok := b.m[k]
 	if !ok || !now.Before(e.until) {
-		return status.MemberObservation{}, 0, false
+		var zero T
+		return zero, 0, false
 	}
 	return e.obs, e.until.Sub(now), true
 }
 
 // Failed records a failure on k and returns how long k waits before its next try.
-func (b *Backoff) Failed(k WorkKey, obs status.MemberObservation, now time.Time) time.Duration {
+func (b *Backoff[T]) Failed(k WorkKey, obs T, now time.Time) time.Duration {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.m == nil {
-		b.m = map[WorkKey]backoffEntry{}
+		b.m = map[WorkKey]backoffEntry[T]{}
 	}
 	e := b.m[k]
 	e.failures++
@@ -185,13 +181,13 @@ func (b *Backoff) Failed(k WorkKey, obs status.MemberObservation, now time.Time)
 }
 
 // Succeeded ends k's backoff.
-func (b *Backoff) Succeeded(k WorkKey) {
+func (b *Backoff[T]) Succeeded(k WorkKey) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	delete(b.m, k)
 }
 
-func (b *Backoff) ForgetMember(member string) {
+func (b *Backoff[T]) ForgetMember(member string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for k := range b.m {
@@ -201,7 +197,7 @@ func (b *Backoff) ForgetMember(member string) {
 	}
 }
 
-func (b *Backoff) ForgetPipeline(p types.NamespacedName) {
+func (b *Backoff[T]) ForgetPipeline(p types.NamespacedName) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for k := range b.m {
@@ -209,21 +205,4 @@ func (b *Backoff) ForgetPipeline(p types.NamespacedName) {
 			delete(b.m, k)
 		}
 	}
-}
-
-// ErrDown is the error of a member skipped because its last check found it not answering;
-// isUnreachable recognises it.
-var ErrDown = errors.New("does not answer")
-
-// IsTimeout tells whether err is a request that ran out of time: the member's part of the
-// reconcile hit --member-timeout, or the connection timed out.
-func IsTimeout(err error) bool {
-	if err == nil {
-		return false
-	}
-	if errors.Is(err, context.DeadlineExceeded) {
-		return true
-	}
-	var netErr net.Error
-	return errors.As(err, &netErr) && netErr.Timeout()
 }

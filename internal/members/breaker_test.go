@@ -1,4 +1,4 @@
-package fleet
+package members
 
 import (
 	"context"
@@ -11,10 +11,6 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/util/workqueue"
-	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
-
-	"github.com/urutau-io/fleet/internal/status"
 )
 
 func TestMemberBreakerSlow(t *testing.T) {
@@ -83,11 +79,11 @@ func TestMemberBackoff(t *testing.T) {
 	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	p := types.NamespacedName{Namespace: "ns", Name: "p"}
 	k, other := WorkKey{Pipeline: p, Member: "m"}, WorkKey{Pipeline: p, Member: "n"}
-	var b Backoff
+	var b Backoff[string]
 	if _, _, waiting := b.Waiting(k, t0); waiting {
 		t.Fatal("a member that never failed is backing off")
 	}
-	obs := status.MemberObservation{Name: "m", Phase: "Degraded", Message: "forbidden"}
+	obs := "forbidden"
 	var delays []time.Duration
 	for i := range 12 {
 		delays = append(delays, b.Failed(k, obs, t0.Add(time.Duration(i)*time.Hour)))
@@ -147,28 +143,5 @@ func TestIsTimeout(t *testing.T) {
 	}
 	if !IsUnreachable(fmt.Errorf("cluster %q %w: timed out", "m", ErrDown)) {
 		t.Error("a member found down is not reported unreachable")
-	}
-}
-
-// A member that answers again brings back every reconcile that skipped it, each in its own
-// controller: a ReaderLease's key in the pipeline controller's queue would be lost.
-func TestWakeRoutesEachKeyToItsController(t *testing.T) {
-	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[mcreconcile.Request]())
-	defer q.ShutDown()
-	r := &CoordinatorReconciler{}
-	r.queue.Store(&q)
-	var leases []types.NamespacedName
-	r.wakeLease = func(keys ...types.NamespacedName) { leases = append(leases, keys...) }
-	n := types.NamespacedName{Namespace: "urutau-system", Name: "mysql-1101-abc"}
-	r.wake(WakeKey{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "p"}}, WakeKey{NamespacedName: n, Lease: true})
-	if q.Len() != 1 {
-		t.Fatalf("pipeline queue holds %d keys, want 1 (the pipeline)", q.Len())
-	}
-	got, _ := q.Get()
-	if got.Name != "p" {
-		t.Fatalf("pipeline queue got %v", got)
-	}
-	if !slices.Equal(leases, []types.NamespacedName{n}) {
-		t.Fatalf("lease controller woken for %v, want [%v]", leases, n)
 	}
 }
