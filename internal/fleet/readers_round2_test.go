@@ -3,6 +3,7 @@ package fleet_test
 import (
 	"context"
 	"fmt"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -116,11 +117,14 @@ var _ = Describe("One reader per source: what people do", func() {
 		for _, n := range []int32{2, 0} {
 			By(fmt.Sprintf("kubectl scale --replicas=%d", n))
 			scaleCoordinator(ctx, members["a"], ns, p.Name, n)
+			// The hub sees the scale through its watch of member a. A spec that restarted a's
+			// API server just before (the order is random) leaves that watch in client-go's
+			// backoff for up to 30 s after it came back, and the scale is seen when it resumes.
 			Eventually(func(g Gomega) {
 				sts, err := coordinatorSTS(ctx, members["a"], ns, p.Name)
 				g.Expect(err).NotTo(HaveOccurred())
 				g.Expect(sts.Spec.Replicas).To(HaveValue(BeEquivalentTo(1)), "the hub owns replicas: one reader")
-			}).Should(Succeed())
+			}).WithTimeout(90 * time.Second).Should(Succeed())
 		}
 	})
 
