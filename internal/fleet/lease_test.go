@@ -94,10 +94,10 @@ func TestFollowRenames(t *testing.T) {
 	if s := states(followRenames(l, nil, map[string]string{"m2": "id-a", "b": "id-b"}, sets.New("a"), nil)); s != "p@a=Active p@b=Active" {
 		t.Fatalf("m2 claims a's identity while a is unknown: %s", s)
 	}
-	// Both answer with one identity, and the live pipeline is placed on the claimant: the entry
-	// stays on the name that still reaches its cluster.
-	if s := states(followRenames(l, map[string]string{"m2": "id-a", "b": "id-b"}, map[string]string{"a": "id-a", "m2": "id-a", "b": "id-b"}, nil, nil)); s != "p@a=Active p@b=Active" {
-		t.Fatalf("m2 claims a's identity while a answers with it: %s", s)
+	// The documented rename: the new name registered beside the old one, both answering as one
+	// cluster, the pipeline placed on the new name: the entry follows it (nothing is emptied).
+	if s := states(followRenames(l, map[string]string{"a-new": "id-a", "b": "id-b"}, map[string]string{"a": "id-a", "a-new": "id-a", "b": "id-b"}, nil, nil)); s != "p@a-new=Active p@b=Active" {
+		t.Fatalf("renamed a to a-new, both registered: %s", s)
 	}
 	// An old and a new entry for the same cluster become one, the more active.
 	dup := leaseOf(selfP, entry(selfP, "a", urutauv1alpha1.LeaseMemberGone), entry(selfP, "a2", urutauv1alpha1.LeaseMemberDrained))

@@ -162,9 +162,10 @@ func TestOrphanScanDue(t *testing.T) {
 }
 
 // Stray objects of a live pipeline are recorded in its lease (holding its moves until the hub
-// has emptied that member) only where the hub could have placed the pipeline: a namespace opened
-// to the fleet, on a member a PlacementPolicy allows. Elsewhere anyone who may label objects
-// there would hold the pipeline's moves for good; they are reported as orphans instead.
+// has emptied that member) only in a namespace opened to the fleet, where the hub may remove
+// them; on a member no PlacementPolicy allows too (a restored coordinator reads all the same).
+// Elsewhere anyone who may label objects there would hold the pipeline's moves for good; they
+// are reported as orphans instead.
 func TestStrayRecordedOnlyWherePlaceable(t *testing.T) {
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, urutauv1alpha1.AddToScheme} {
@@ -184,8 +185,8 @@ func TestStrayRecordedOnlyWherePlaceable(t *testing.T) {
 		{"opened namespace, member the policy allows", inventory.Member{Name: "eu-1", Labels: map[string]string{"region": "eu"}},
 			map[string]string{urutauv1alpha1.LabelFleetManaged: "true"}, true},
 		{"namespace not opened to the fleet", inventory.Member{Name: "eu-1", Labels: map[string]string{"region": "eu"}}, nil, false},
-		{"member no policy allows", inventory.Member{Name: "us-1", Labels: map[string]string{"region": "us"}},
-			map[string]string{urutauv1alpha1.LabelFleetManaged: "true"}, false},
+		{"opened namespace on a member no policy allows", inventory.Member{Name: "us-1", Labels: map[string]string{"region": "us"}},
+			map[string]string{urutauv1alpha1.LabelFleetManaged: "true"}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			hub := fake.NewClientBuilder().WithScheme(scheme).WithObjects(p.DeepCopy(), policy.DeepCopy(),

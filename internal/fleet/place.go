@@ -196,13 +196,15 @@ func followRenames(l *urutauv1alpha1.ReaderLease, targets, ids map[string]string
 // accepting a new cluster under that name means leaving the old one, and the old one answers
 // under its other name.
 //
-// An entry never leaves a name that still reaches its cluster, nor a registered name whose
-// identity is unknown (unknown: it has not answered since this hub started): an identity is what
-// a member's API server says, and a member that answers with another's, while that other cannot
-// be asked, is not told apart from an impostor. Moving the entry there would have the impostor
-// emptied in its stead and free the source while the real cluster may still run a reader.
+// An entry never leaves a registered name whose identity is unknown (it has not answered since
+// this hub started): an identity is what a member's API server says, and a member that answers
+// with another's while that other cannot be asked is not told apart from an impostor. Moving the
+// entry there would have the impostor emptied in its stead and free the source while the real
+// cluster may still run a reader. (Both names answering with one identity is the documented
+// rename, new entry first and old one deleted after: the entry follows the target, so the
+// cluster is neither emptied nor restarted.)
 func renamedTo(e urutauv1alpha1.LeaseMember, targets, ids map[string]string, unknown, replaced bool) string {
-	if ids[e.Cluster] == e.ClusterID || (unknown && !replaced) {
+	if unknown && !replaced {
 		return e.Cluster
 	}
 	for _, t := range sortedKeys(targets) {
@@ -210,7 +212,7 @@ func renamedTo(e urutauv1alpha1.LeaseMember, targets, ids map[string]string, unk
 			return t
 		}
 	}
-	if targets != nil && !replaced {
+	if (targets != nil && !replaced) || ids[e.Cluster] == e.ClusterID {
 		return e.Cluster
 	}
 	var names []string

@@ -72,17 +72,16 @@ func (r *CoordinatorReconciler) recordStray(ctx context.Context, m inventory.Mem
 	return true
 }
 
-// placeable tells whether the tenancy boundary would let the hub place p in namespace ns of
-// member m, the namespace opened to the fleet there included: a *tenancy.Denial when not. Stray
-// objects are recorded in p's lease only where it would, since an entry holds p's moves until the
-// hub has emptied that member: anyone who may label objects in a namespace of some member the
-// hub may not write to would otherwise hold p's moves and failovers for good.
+// placeable tells whether namespace ns of member m is open to the fleet, where the hub may remove
+// what it finds: a *tenancy.Denial when not. Stray objects are recorded in p's lease only there,
+// since an entry holds p's moves until the hub has emptied that member: anyone who may label
+// objects in a namespace of some member that the hub may not write to would otherwise hold p's
+// moves and failovers for good. Whether a PlacementPolicy allows p there is not asked: a
+// coordinator restored on a member no policy names (a disaster-recovery cluster) reads the source
+// all the same, and the hub stops it where it may.
 func (r *CoordinatorReconciler) placeable(ctx context.Context, m inventory.Member, c *members.Conn, p *urutauv1alpha1.CDCPipeline, ns string) error {
-	b, hubNS, err := r.boundary(ctx, p)
+	b, _, err := r.boundary(ctx, p)
 	if err != nil {
-		return err
-	}
-	if err := b.Check(hubNS, m, ns); err != nil {
 		return err
 	}
 	memberNS := &corev1.Namespace{}

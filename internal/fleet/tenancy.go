@@ -74,6 +74,11 @@ func (r *CoordinatorReconciler) observeBoundary(ctx context.Context, p *urutauv1
 	names := tenancy.CheckWorkerNames(p)
 	if w.inline != nil {
 		names = tenancy.CheckPipelineName(p.Name, w.inline.Pipeline)
+		for i, t := range w.inline.Tables {
+			if names == nil {
+				names = tenancy.CheckWorkerGroupName(fmt.Sprintf("spec.definition.inline.tables[%d].target", i), coordinator.WorkerGroupPrefix(w.inline.Pipeline, t.Target))
+			}
+		}
 	}
 	for _, m := range w.selected {
 		err := names

@@ -3,6 +3,7 @@ package tenancy
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
 )
@@ -52,4 +53,24 @@ func CheckPipelineName(crName, pipeline string) error {
 	return deny(ReasonWorkerNamesNotBound,
 		"%s: must equal metadata.name %q (it is %q): the coordinator names the worker StatefulSets, their Services, ScaledObjects and the Role rules on them <pipeline>-<table>, so the fleet binds those names to the CDCPipeline; a different value could name another team's workloads",
 		PipelineNameField, crName, pipeline)
+}
+
+// ReasonWorkerGroupNamesACoordinator is the Denial reason of a table whose worker group is named
+// like a coordinator.
+const ReasonWorkerGroupNamesACoordinator = "WorkerGroupNamesACoordinator"
+
+// CheckWorkerGroupName refuses a worker group name (the coordinator's <pipeline>-<target>,
+// sanitised) that ends in "-coordinator": that is the name of the coordinator StatefulSet of a
+// pipeline, this one's (target "coordinator") or another's (pipeline "shop", target
+// "orders.coordinator" names "shop-orders-coordinator", pipeline shop-orders' coordinator). With
+// KEDA on, the table's ScaledObject would scale that coordinator past one pod, two readers of one
+// source, and the Role would let this pipeline's coordinator update it. The coordinator accepts
+// such a table; the fleet does not. field is the table's target, for the message.
+func CheckWorkerGroupName(field, group string) error {
+	if !strings.HasSuffix(group, "-coordinator") {
+		return nil
+	}
+	return deny(ReasonWorkerGroupNamesACoordinator,
+		"%s: its worker group would be named %q, the name of a pipeline's coordinator StatefulSet: its ScaledObject would scale that coordinator, and two coordinators would read one source; name the target so that it does not end in \"coordinator\"",
+		field, group)
 }

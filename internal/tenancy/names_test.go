@@ -47,3 +47,27 @@ func TestCheckWorkerNames(t *testing.T) {
 		}
 	}
 }
+
+// A worker group named like a coordinator (this pipeline's, or another's) is refused; other
+// names, however close, are not.
+func TestCheckWorkerGroupName(t *testing.T) {
+	for _, tc := range []struct {
+		group  string
+		denied bool
+	}{
+		{"shop-coordinator", true},
+		{"shop-orders-coordinator", true},
+		{"shop-raw-clicks", false},
+		{"shop-coordinators", false},
+		{"shop-coordinator-audit", false},
+	} {
+		err := CheckWorkerGroupName("spec.definition.inline.tables[0].target", tc.group)
+		var d *Denial
+		if got := errors.As(err, &d) && d.Reason == ReasonWorkerGroupNamesACoordinator; got != tc.denied {
+			t.Errorf("%s: denied %v, want %v (%v)", tc.group, got, tc.denied, err)
+		}
+		if tc.denied && !strings.Contains(err.Error(), "spec.definition.inline.tables[0].target") {
+			t.Errorf("%s: the error does not name the field: %v", tc.group, err)
+		}
+	}
+}

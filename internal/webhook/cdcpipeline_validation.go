@@ -60,6 +60,7 @@ func ValidateSpec(p *urutauv1alpha1.CDCPipeline) (field.ErrorList, []string) {
 	errs = append(errs, defErrs...)
 	if in != nil {
 		errs = append(errs, validateInline(in)...)
+		errs = append(errs, workerGroupErrors(in)...)
 		errs = append(errs, validateCredentialSources(p.Spec.Secrets, in)...)
 		warns = append(warns, identityWarnings(in)...)
 		warns = append(warns, in.Warnings()...)

@@ -71,7 +71,9 @@
 // member named in placement.clusters must be allowed to it; members a clusterSelector selects
 // today that no policy allows are a warning. definition.inline.pipeline must equal
 // metadata.name (worker groups, their ScaledObjects and Role rules are named after it; the
-// single-cluster operator allows any value). Every image the pipeline names (spec.image,
+// single-cluster operator allows any value), and no table's worker group may be named like a
+// coordinator (<pipeline>-<target> ending in -coordinator: its ScaledObject would scale that
+// coordinator). Every image the pipeline names (spec.image,
 // spec.overrides[i].image) must be the hub's --coordinator-image, allowed by --allowed-images, or
 // allowed by a PlacementPolicy governing the namespace (spec.images, by digest where it says so;
 // --require-image-digests for all but the default); on each member of placement.clusters, the

@@ -16,6 +16,7 @@ import (
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
 	"github.com/urutau-io/fleet/internal/inventory"
+	"github.com/urutau-io/fleet/internal/spec"
 	"github.com/urutau-io/fleet/internal/tenancy"
 )
 
@@ -37,6 +38,7 @@ import (
 //   - Members the clusterSelector selects today but no policy allows are a warning: they are
 //     skipped at reconcile, with a condition.
 //   - spec.definition.inline.pipeline must equal metadata.name (tenancy.CheckWorkerNames).
+//   - No table's worker group may be named like a coordinator (tenancy.CheckWorkerGroupName).
 //   - Every image the pipeline names (spec.image, spec.overrides[i].image) must be allowed: by
 //     the hub (Images) or by a policy governing the namespace; and on each member of
 //     placement.clusters, the image it runs there by the hub or a policy granting that member
@@ -102,6 +104,20 @@ func workerNameErrors(p *urutauv1alpha1.CDCPipeline) field.ErrorList {
 		return field.ErrorList{field.Forbidden(pipelinePath, strings.TrimPrefix(d.Message, pipelinePath.String()+": "))}
 	}
 	return nil
+}
+
+// workerGroupErrors refuses a table whose worker group is named like a coordinator
+// (tenancy.CheckWorkerGroupName).
+func workerGroupErrors(in *spec.Inline) field.ErrorList {
+	var errs field.ErrorList
+	for i, t := range in.Tables {
+		path := inlinePath.Child("tables").Index(i).Child("target")
+		var d *tenancy.Denial
+		if err := tenancy.CheckWorkerGroupName(path.String(), spec.WorkerGroupPrefix(in.Pipeline, t.Target)); errors.As(err, &d) {
+			errs = append(errs, field.Forbidden(path, strings.TrimPrefix(d.Message, path.String()+": ")))
+		}
+	}
+	return errs
 }
 
 // namespaceImageErrors refuses every image p names that neither the hub nor a policy governing

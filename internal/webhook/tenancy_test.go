@@ -79,3 +79,18 @@ func TestWorkerNameErrors(t *testing.T) {
 		t.Errorf("two answers for one field: %v", got)
 	}
 }
+
+// A table whose worker group is named like a coordinator is refused at its target, once; the
+// rest of the definition is judged as before.
+func TestWorkerGroupNamedLikeACoordinator(t *testing.T) {
+	for _, target := range []string{"coordinator", "orders.coordinator"} {
+		p := pipeline(edit(func(d doc) { d["tables"].([]any)[1].(doc)["target"] = target }))
+		errs, _ := ValidateSpec(p)
+		if len(errs) != 1 || errs[0].Field != "spec.definition.inline.tables[1].target" || !strings.Contains(errs[0].Detail, "-coordinator") {
+			t.Errorf("target %q: errors = %v", target, errs)
+		}
+	}
+	if errs, _ := ValidateSpec(pipeline(edit(func(d doc) { d["tables"].([]any)[1].(doc)["target"] = "raw.coordinators" }))); len(errs) != 0 {
+		t.Errorf("target raw.coordinators refused: %v", errs)
+	}
+}
