@@ -31,7 +31,7 @@
 //     Active only when its member answered that no reader pod is left (member_clean.go counts
 //     pods, terminating ones included) or a person confirmed it gone. Creating a coordinator
 //     StatefulSet without having written the lease in the same reconcile takes a quorum read
-//     first (lease.Store.mayCreateCoordinator), and every creation first confirms, with a quorum
+//     first (lease.Store.MayCreateCoordinator), and every creation first confirms, with a quorum
 //     read, that no newer change of the pipeline overtook the apply (stillCurrent).
 //   - Deletion precedence (delete.go, leasecontroller.go): the finalizer empties every member the
 //     lease records; entries left after TombstoneGrace are tombstones, replayed by the

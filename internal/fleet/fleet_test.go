@@ -492,7 +492,7 @@ var _ = Describe("CoordinatorReconciler", func() {
 })
 
 // afterLateWrites bounds how long a member that comes back takes to be emptied: the hub waits up
-// to memberWriteLanding (70 s) for a write that was in flight when the member stopped (it may
+// to members.WriteLanding (70 s) for a write that was in flight when the member stopped (it may
 // have landed), and that write may be an earlier spec's, not only this one's.
 const afterLateWrites = 100 * time.Second
 

@@ -4,19 +4,24 @@ import (
 	"context"
 	"slices"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
 	"github.com/urutau-io/fleet/internal/lease"
 	"github.com/urutau-io/fleet/internal/members"
+	"github.com/urutau-io/fleet/internal/status"
 )
 
 // Which pipelines a change of an inventory entry brings back.
@@ -96,12 +101,21 @@ func TestInventoryEventHandler(t *testing.T) {
 	}
 	// A member that leaves takes what was kept about it.
 	r.members.SetHealth("m", members.Health{Checked: true, Up: true})
+	work := members.WorkKey{Pipeline: types.NamespacedName{Namespace: "cdc", Name: "on-m"}, Member: "m"}
+	r.backoff.Failed(work, status.MemberObservation{Name: "m"}, time.Now())
+	memberHeld.WithLabelValues("m").Set(1)
 	checks.forgot = nil
 	queued(func(ctx context.Context, q workqueue.TypedRateLimitingInterface[mcreconcile.Request]) {
 		h.Delete(ctx, event.TypedDeleteEvent[client.Object]{Object: old}, q)
 	})
 	if h := r.members.Health("m"); h.Checked {
 		t.Fatal("the health of a member that left was kept")
+	}
+	if _, _, waiting := r.backoff.Waiting(work, time.Now()); waiting {
+		t.Fatal("the backoff of a member that left was kept")
+	}
+	if n := testutil.CollectAndCount(memberHeld); n != 0 {
+		t.Fatalf("%d urutau_fleet_member_held series left after the member left", n)
 	}
 	if !slices.Equal(checks.forgot, []string{"m"}) {
 		t.Fatalf("the health checks forgot %v, want [m]", checks.forgot)

@@ -114,7 +114,7 @@ func (s *Store) Remove(ctx context.Context, current *urutauv1alpha1.ReaderLease)
 	return nil
 }
 
-// mayCreateCoordinator confirms, with a quorum read, that the lease name lets pipeline uid run a
+// MayCreateCoordinator confirms, with a quorum read, that the lease name lets pipeline uid run a
 // reader in member cluster (identity id): it holds the lease and the entry is Active. Creating a
 // coordinator StatefulSet starts a reader where none ran, so it never relies on the cache alone
 // (a reconcile that did not write the lease may have read an old one).

@@ -35,7 +35,7 @@ func (c *Conn) Host() string {
 }
 
 // Set is the hub's state of each member cluster, shared by the controllers: its connection
-// and clients, its identity, whether it answers (health), and the breaker and backoff that keep a
+// and clients, its identity, whether it answers (health), and the breaker that keeps a
 // member that does not answer, or fails, from holding anyone else. Everything about a member
 // goes when it leaves the inventory (forget).
 type Set struct {
@@ -301,7 +301,7 @@ func (s *Set) Down(member string) (bool, string) {
 }
 
 // Forget drops everything kept about member, which left the inventory: clients, identity,
-// health, breaker and backoff state, and its metric series.
+// health, breaker state, and the metric series of this package.
 func (s *Set) Forget(member string) {
 	s.mu.Lock()
 	delete(s.members, member)

@@ -58,7 +58,7 @@ func (l loss) deadline(b Bounds, threshold time.Duration) Stamp {
 // readerDeadline is when the reader on the member it moved to must run. A cut that does not
 // hang may still catch a fence renewal in flight (a connection dropped, an API server killed
 // mid-request): the hub got no answer, cannot tell whether it was written, and waits for it as
-// for a hung member (fleet's memberWriteLanding) before the fence's bound runs. The decision
+// for a hung member (members.WriteLanding) before the fence's bound runs. The decision
 // itself waits for nothing of that (deadline).
 func (l loss) readerDeadline(b Bounds, threshold time.Duration) Stamp {
 	return max(l.deadline(b, threshold), l.In.from+failoverBound(b, threshold, true))

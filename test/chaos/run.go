@@ -13,11 +13,11 @@ import (
 
 // settleTimeout bounds how long a history waits, once its ops are done, for the fleet to clean
 // up: the tombstone grace, the late-write fence (a member a hub write got no answer from counts
-// as holding for 70 s: fleet's memberWriteLanding), two retries of a member that came back, and
+// as holding for 70 s: members.WriteLanding), two retries of a member that came back, and
 // a margin.
 const settleTimeout = tombstoneGrace + lateWriteFence + 2*retryInterval + 20*time.Second
 
-// lateWriteFence is fleet's memberWriteLanding.
+// lateWriteFence is members.WriteLanding.
 const lateWriteFence = 70 * time.Second
 
 // Run plays history h (numbered n: its namespace and serverIds) on the fleet and returns what
