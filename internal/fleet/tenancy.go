@@ -46,7 +46,7 @@ const (
 // boundary reads what the tenancy boundary decides from: every PlacementPolicy and the
 // pipeline's hub namespace, both from the hub's cache.
 func (r *CoordinatorReconciler) boundary(ctx context.Context, p *urutauv1alpha1.CDCPipeline) (tenancy.Boundary, *corev1.Namespace, error) {
-	b := tenancy.Boundary{Reserved: r.ReservedNamespaces, Images: r.Images, AllowWeakPodSecurity: r.AllowWeakPodSecurity}
+	b := r.hubBoundary()
 	policies := &urutauv1alpha1.PlacementPolicyList{}
 	if err := r.Client.List(ctx, policies); err != nil {
 		return b, nil, fmt.Errorf("listing PlacementPolicies: %w", err)
@@ -58,6 +58,12 @@ func (r *CoordinatorReconciler) boundary(ctx context.Context, p *urutauv1alpha1.
 		return b, nil, fmt.Errorf("reading the hub namespace %q: %w", p.Namespace, err)
 	}
 	return b, &corev1.Namespace{ObjectMeta: ns.ObjectMeta}, nil
+}
+
+// hubBoundary is the boundary the hub's flags set, without the PlacementPolicies: enough for the
+// checks of a member namespace.
+func (r *CoordinatorReconciler) hubBoundary() tenancy.Boundary {
+	return tenancy.Boundary{Reserved: r.ReservedNamespaces, Images: r.Images, AllowWeakPodSecurity: r.AllowWeakPodSecurity}
 }
 
 // observeBoundary records, for each selected member, whether the boundary lets the pipeline run
