@@ -59,8 +59,12 @@ type memberEntry struct {
 	clients Conn
 	// id is the identity read from cl; "" until read. A new cluster object (the provider
 	// engaged the member again, e.g. with a new kubeconfig) is read again.
-	id     string
-	health Health
+	id string
+	// checked is the identity the last health check read, kept across cluster objects: a
+	// member engaged again (a new kubeconfig) that reaches another cluster is a change even
+	// though its new cluster object starts with no identity read.
+	checked string
+	health  Health
 }
 
 // Health is what the last check of a member found.
@@ -223,7 +227,8 @@ func ReadIdentity(ctx context.Context, r client.Reader) (string, error) {
 }
 
 // SetIdentity records the identity a health check read from member's current cluster object,
-// and reports whether it changed from one read before.
+// and reports whether it differs from the one the check before read, whichever cluster object
+// that check used.
 func (s *Set) SetIdentity(member, id string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -231,8 +236,8 @@ func (s *Set) SetIdentity(member, id string) bool {
 	if e == nil {
 		return false
 	}
-	changed := e.id != "" && e.id != id
-	e.id = id
+	changed := e.checked != "" && e.checked != id
+	e.id, e.checked = id, id
 	return changed
 }
 
