@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kedav1alpha1 "github.com/kedacore/keda/v2/apis/keda/v1alpha1"
@@ -145,7 +146,8 @@ func (c cleanupResult) state() lease.State {
 // foreground would leave it in place until they are gone, and forever where no collector runs).
 // Reader pods that no StatefulSet controls (made by hand, or left by a StatefulSet deleted with
 // --cascade=orphan) are deleted too: no collector ever will. Reads go to the API server, never a
-// cache, so an unreachable member shows as an error.
+// cache, so an unreachable member shows as an error. A StatefulSet its controller has seen is
+// scaled to zero first and deleted once the controller has seen that (scaledDown).
 func cleanupMember(ctx context.Context, reader client.Reader, writer client.Client, e urutauv1alpha1.LeaseMember) (cleanupResult, error) {
 	var res cleanupResult
 	sel := client.MatchingLabels{urutauv1alpha1.LabelHubPipelineUID: string(e.PipelineUID)}
@@ -233,6 +235,13 @@ func deleteListed(ctx context.Context, writer client.Client, list client.ObjectL
 			continue
 		}
 		left := true
+		if sts, ok := o.(*appsv1.StatefulSet); ok && sts.DeletionTimestamp == nil && !scaledDown(sts) {
+			if err := scaleToZero(ctx, writer, sts); err != nil {
+				return err
+			}
+			res.readers++
+			continue
+		}
 		if o.GetDeletionTimestamp() == nil {
 			uid, rv := o.GetUID(), o.GetResourceVersion()
 			err := writer.Delete(ctx, o, client.Preconditions{UID: &uid, ResourceVersion: &rv},
@@ -242,8 +251,7 @@ func deleteListed(ctx context.Context, writer client.Client, list client.ObjectL
 				res.deleted++
 				// Without finalizers the object is gone now; one with finalizers shows up next
 				// pass with a deletionTimestamp. A StatefulSet deleted now still counts in this
-				// pass: its controller may create a pod from a cache that has not seen the
-				// deletion yet, after this pass counted the pods. The next pass counts them again.
+				// pass; the next pass counts its pods.
 				left = isSTS || len(o.GetFinalizers()) > 0
 			case apierrors.IsNotFound(err):
 				left = false
@@ -260,6 +268,38 @@ func deleteListed(ctx context.Context, writer client.Client, list client.ObjectL
 		default:
 			res.others++
 		}
+	}
+	return nil
+}
+
+// scaledDown tells whether a coordinator StatefulSet may be deleted: scaled to zero and the
+// scale seen by its controller (status.observedGeneration), or never seen by any controller (a
+// member that runs none: there is no cache to fence).
+//
+// Why not delete it at once (chaos case-5-stale-confirm-cluster-gone): a StatefulSet controller
+// whose watch of StatefulSets lags (its API server just restarted) still holds the deleted
+// StatefulSet at one replica when the garbage collector deletes pod-0, and makes pod-0 again, a
+// reader that appears after a pass found the member empty. A controller that has seen the scale
+// to zero makes no pod from any later state of its cache. kubectl deleted StatefulSets the same
+// way, before garbage collection did it.
+func scaledDown(sts *appsv1.StatefulSet) bool {
+	if sts.Status.ObservedGeneration == 0 {
+		return true
+	}
+	return sts.Spec.Replicas != nil && *sts.Spec.Replicas == 0 && sts.Status.ObservedGeneration >= sts.Generation
+}
+
+// scaleToZero sets a coordinator StatefulSet's replicas to zero, with the resourceVersion it was
+// read at as a precondition (a conflict is looked at again next pass).
+func scaleToZero(ctx context.Context, writer client.Client, sts *appsv1.StatefulSet) error {
+	if sts.Spec.Replicas != nil && *sts.Spec.Replicas == 0 {
+		return nil // waiting for its controller to see it
+	}
+	patch := client.MergeFromWithOptions(sts.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	sts.Spec.Replicas = ptr.To[int32](0)
+	err := writer.Patch(ctx, sts, patch)
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return fmt.Errorf("scaling StatefulSet %s/%s to zero before deleting it: %w", sts.Namespace, sts.Name, err)
 	}
 	return nil
 }

@@ -1,0 +1,96 @@
+package fleet
+
+import (
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
+	"github.com/urutau-io/fleet/internal/coordinator"
+	"github.com/urutau-io/fleet/internal/lease"
+)
+
+func TestScaledDown(t *testing.T) {
+	sts := func(replicas *int32, generation, observed int64) *appsv1.StatefulSet {
+		return &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Generation: generation},
+			Spec: appsv1.StatefulSetSpec{Replicas: replicas}, Status: appsv1.StatefulSetStatus{ObservedGeneration: observed}}
+	}
+	for name, tc := range map[string]struct {
+		sts  *appsv1.StatefulSet
+		want bool
+	}{
+		"no controller ever saw it":                  {sts(ptr.To[int32](1), 1, 0), true},
+		"running, seen":                              {sts(ptr.To[int32](1), 1, 1), false},
+		"replicas unset (one), seen":                 {sts(nil, 1, 1), false},
+		"scaled to zero, not seen yet":               {sts(ptr.To[int32](0), 2, 1), false},
+		"scaled to zero, seen":                       {sts(ptr.To[int32](0), 2, 2), true},
+		"scaled to zero, then scaled up by a person": {sts(ptr.To[int32](2), 3, 3), false},
+		"scaled to zero, seen, status written after": {sts(ptr.To[int32](0), 2, 3), true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if got := scaledDown(tc.sts); got != tc.want {
+				t.Fatalf("scaledDown = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// A coordinator StatefulSet its controller runs is scaled to zero, kept (a reader) until the
+// controller has seen the scale, and deleted in the pass after: a controller whose cache of
+// StatefulSets lags cannot make pod-0 again after the member was found empty.
+func TestCleanupScalesTheCoordinatorToZeroBeforeDeletingIt(t *testing.T) {
+	entry := urutauv1alpha1.LeaseMember{PipelineUID: "u1", PipelineName: "p", PipelineNamespace: "hub-ns", Namespace: "cdc"}
+	labels := hubLabels("hub-ns", "p")
+	labels[urutauv1alpha1.LabelHubPipelineUID] = "u1"
+	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: "cdc", Name: coordinator.CoordinatorName("p"), Labels: labels, Generation: 1},
+		Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](1)}, Status: appsv1.StatefulSetStatus{ObservedGeneration: 1, Replicas: 1}}
+	c := fake.NewClientBuilder().WithScheme(cleanScheme(t)).WithObjects(sts).WithStatusSubresource(sts).Build()
+	pass := func() cleanupResult {
+		t.Helper()
+		res, err := cleanupMember(t.Context(), c, c, entry)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	get := func() *appsv1.StatefulSet {
+		t.Helper()
+		got := &appsv1.StatefulSet{}
+		if err := c.Get(t.Context(), client.ObjectKeyFromObject(sts), got); err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+
+	if res := pass(); res.state() != lease.Holding || res.deleted != 0 {
+		t.Fatalf("first pass: %v, %d deleted; want Holding, none deleted", res.state(), res.deleted)
+	}
+	got := get()
+	if got.Spec.Replicas == nil || *got.Spec.Replicas != 0 {
+		t.Fatalf("replicas %v after the first pass, want 0", got.Spec.Replicas)
+	}
+	// The API server counts the new generation (the fake client does not).
+	got.Generation = 2
+	if err := c.Update(t.Context(), got); err != nil {
+		t.Fatal(err)
+	}
+	if res := pass(); res.state() != lease.Holding || res.deleted != 0 {
+		t.Fatalf("a pass before the controller saw the scale: %v, %d deleted; want Holding, none deleted", res.state(), res.deleted)
+	}
+	// The controller sees it.
+	got = get()
+	got.Status.ObservedGeneration = 2
+	if err := c.Status().Update(t.Context(), got); err != nil {
+		t.Fatal(err)
+	}
+	if res := pass(); res.deleted != 1 {
+		t.Fatalf("the pass after the controller saw the scale deleted %d objects, want 1", res.deleted)
+	}
+	if res := pass(); res.state() != lease.Empty {
+		t.Fatalf("after the deletion: %v, want Empty", res.state())
+	}
+}
