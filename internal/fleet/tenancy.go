@@ -23,6 +23,7 @@ import (
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
 	"github.com/urutau-io/fleet/internal/adopt"
 	"github.com/urutau-io/fleet/internal/coordinator"
+	"github.com/urutau-io/fleet/internal/spec"
 	"github.com/urutau-io/fleet/internal/ssa"
 	"github.com/urutau-io/fleet/internal/status"
 	"github.com/urutau-io/fleet/internal/tenancy"
@@ -77,15 +78,7 @@ func (r *CoordinatorReconciler) observeBoundary(ctx context.Context, p *urutauv1
 		return err
 	}
 	// Worker names do not depend on the member: checked once, refused everywhere.
-	names := tenancy.CheckWorkerNames(p)
-	if w.inline != nil {
-		names = tenancy.CheckPipelineName(p.Name, w.inline.Pipeline)
-		for i, t := range w.inline.Tables {
-			if names == nil {
-				names = tenancy.CheckWorkerGroupName(fmt.Sprintf("spec.definition.inline.tables[%d].target", i), coordinator.WorkerGroupPrefix(w.inline.Pipeline, t.Target))
-			}
-		}
-	}
+	names := workerNamesDenial(p, w.inline)
 	for _, m := range w.selected {
 		err := names
 		if err == nil {
@@ -102,6 +95,31 @@ func (r *CoordinatorReconciler) observeBoundary(ctx context.Context, p *urutauv1
 		}
 	}
 	w.boundary, w.hubNS = b, hubNS
+	return nil
+}
+
+// workerNamesDenial checks the names the pipeline's workers and maintenance pods take in every
+// member (tenancy.CheckPipelineName, CheckWorkerGroupName, CheckMaintenanceName): nil, or the
+// first refusal. Without a parsed inline definition, the raw one is checked.
+func workerNamesDenial(p *urutauv1alpha1.CDCPipeline, in *spec.Inline) error {
+	if in == nil {
+		return tenancy.CheckWorkerNames(p)
+	}
+	if err := tenancy.CheckPipelineName(p.Name, in.Pipeline); err != nil {
+		return err
+	}
+	for i, t := range in.Tables {
+		target := fmt.Sprintf("spec.definition.inline.tables[%d].target", i)
+		if err := tenancy.CheckWorkerGroupName(target, coordinator.WorkerGroupPrefix(in.Pipeline, t.Target)); err != nil {
+			return err
+		}
+		if !in.Sink.MaintenanceEnabled() {
+			continue
+		}
+		if err := tenancy.CheckMaintenanceName(target, coordinator.MaintenanceWorkerName(in.Pipeline, t.Target)); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

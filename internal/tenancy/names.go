@@ -74,3 +74,26 @@ func CheckWorkerGroupName(field, group string) error {
 		"%s: its worker group would be named %q, the name of a pipeline's coordinator StatefulSet: its ScaledObject would scale that coordinator, and two coordinators would read one source; name the target so that it does not end in \"coordinator\"",
 		field, group)
 }
+
+// ReasonMaintenanceNameTruncated is the Denial reason of a table whose maintenance pod name is
+// cut to 63 characters.
+const ReasonMaintenanceNameTruncated = "MaintenanceNameTruncated"
+
+// maintenanceSuffix ends every maintenance pod name that was not cut.
+const maintenanceSuffix = "-maint"
+
+// CheckMaintenanceName refuses a table whose maintenance pod name (the coordinator's
+// <pipeline>-<target>-maint, sanitised and cut to 63 characters) lost its "-maint" suffix to the
+// cut. The Role lets the coordinator delete pods of those names, and a cut name is whatever the
+// target spells: pipeline "shop", target "orders.coordinator-0", 42 underscores, "x" is cut to
+// "shop-orders-coordinator-0", pipeline shop-orders' coordinator pod (the underscores become
+// dashes, which the cut trims). The coordinator accepts such a table; the fleet does not. field
+// is the table's target, for the message.
+func CheckMaintenanceName(field, name string) error {
+	if strings.HasSuffix(name, maintenanceSuffix) {
+		return nil
+	}
+	return deny(ReasonMaintenanceNameTruncated,
+		"%s: its maintenance pod would be named %q, cut to 63 characters without its %q suffix: the coordinator's Role may delete pods of that name, which could be another workload's; shorten the target or the pipeline name",
+		field, name, maintenanceSuffix)
+}

@@ -71,3 +71,26 @@ func TestCheckWorkerGroupName(t *testing.T) {
 		}
 	}
 }
+
+// A maintenance pod name cut to 63 characters (no "-maint" left) is refused: it could name any
+// pod, another pipeline's coordinator pod among them. Names that keep the suffix pass.
+func TestCheckMaintenanceName(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		denied bool
+	}{
+		{"shop-orders-maint", false},
+		{"shop-" + strings.Repeat("x", 52) + "-maint", false}, // 63 exactly
+		{"victim-" + strings.Repeat("x", 42) + "-coordinator-0", true},
+		{"shop-" + strings.Repeat("x", 54) + "-mai", true},
+	} {
+		err := CheckMaintenanceName("spec.definition.inline.tables[2].target", tc.name)
+		var d *Denial
+		if got := errors.As(err, &d) && d.Reason == ReasonMaintenanceNameTruncated; got != tc.denied {
+			t.Errorf("%s: denied %v, want %v (%v)", tc.name, got, tc.denied, err)
+		}
+		if tc.denied && !strings.Contains(err.Error(), "spec.definition.inline.tables[2].target") {
+			t.Errorf("%s: the error does not name the field: %v", tc.name, err)
+		}
+	}
+}

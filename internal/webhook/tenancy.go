@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
+	"github.com/urutau-io/fleet/internal/coordinator"
 	"github.com/urutau-io/fleet/internal/inventory"
 	"github.com/urutau-io/fleet/internal/spec"
 	"github.com/urutau-io/fleet/internal/tenancy"
@@ -38,7 +39,8 @@ import (
 //   - Members the clusterSelector selects today but no policy allows are a warning: they are
 //     skipped at reconcile, with a condition.
 //   - spec.definition.inline.pipeline must equal metadata.name (tenancy.CheckWorkerNames).
-//   - No table's worker group may be named like a coordinator (tenancy.CheckWorkerGroupName).
+//   - No table's worker group may be named like a coordinator (tenancy.CheckWorkerGroupName),
+//     nor, with maintenance on, its maintenance pod name be cut (tenancy.CheckMaintenanceName).
 //   - Every image the pipeline names (spec.image, spec.overrides[i].image) must be allowed: by
 //     the hub (Images) or by a policy governing the namespace; and on each member of
 //     placement.clusters, the image it runs there by the hub or a policy granting that member
@@ -107,13 +109,20 @@ func workerNameErrors(p *urutauv1alpha1.CDCPipeline) field.ErrorList {
 }
 
 // workerGroupErrors refuses a table whose worker group is named like a coordinator
-// (tenancy.CheckWorkerGroupName).
+// (tenancy.CheckWorkerGroupName), or, with maintenance on, whose maintenance pod name is cut
+// (tenancy.CheckMaintenanceName).
 func workerGroupErrors(in *spec.Inline) field.ErrorList {
 	var errs field.ErrorList
 	for i, t := range in.Tables {
 		path := inlinePath.Child("tables").Index(i).Child("target")
 		var d *tenancy.Denial
 		if err := tenancy.CheckWorkerGroupName(path.String(), spec.WorkerGroupPrefix(in.Pipeline, t.Target)); errors.As(err, &d) {
+			errs = append(errs, field.Forbidden(path, strings.TrimPrefix(d.Message, path.String()+": ")))
+		}
+		if !in.Sink.MaintenanceEnabled() {
+			continue
+		}
+		if err := tenancy.CheckMaintenanceName(path.String(), coordinator.MaintenanceWorkerName(in.Pipeline, t.Target)); errors.As(err, &d) {
 			errs = append(errs, field.Forbidden(path, strings.TrimPrefix(d.Message, path.String()+": ")))
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
+	"github.com/urutau-io/fleet/internal/coordinator"
 	"github.com/urutau-io/fleet/internal/inventory"
 	"github.com/urutau-io/fleet/internal/tenancy"
 )
@@ -92,5 +93,34 @@ func TestWorkerGroupNamedLikeACoordinator(t *testing.T) {
 	}
 	if errs, _ := ValidateSpec(pipeline(edit(func(d doc) { d["tables"].([]any)[1].(doc)["target"] = "raw.coordinators" }))); len(errs) != 0 {
 		t.Errorf("target raw.coordinators refused: %v", errs)
+	}
+}
+
+// With maintenance on, a table whose maintenance pod name is cut to 63 characters is refused at
+// its target: cut, it names whatever the target spells (the underscores become dashes, which the
+// cut trims), here the coordinator pod of pipeline
+// shop-orders. With maintenance off the Role grants no pods, and the same table passes.
+func TestMaintenanceNameCut(t *testing.T) {
+	target := "orders.coordinator-0" + strings.Repeat("_", 42) + "x" // a label value: 63, alphanumeric ends
+	if got := coordinator.MaintenanceWorkerName("shop", target); got != "shop-orders-coordinator-0" {
+		t.Fatalf("the attack no longer spells a coordinator pod: %q", got)
+	}
+	withTarget := func(target string, maintenance bool) *urutauv1alpha1.CDCPipeline {
+		return pipeline(edit(func(d doc) {
+			d["tables"].([]any)[1].(doc)["target"] = target
+			if maintenance {
+				d["sink"].(doc)["maintenance"] = doc{"enabled": true}
+			}
+		}))
+	}
+	errs, _ := ValidateSpec(withTarget(target, true))
+	if len(errs) != 1 || errs[0].Field != "spec.definition.inline.tables[1].target" || !strings.Contains(errs[0].Detail, `"shop-orders-coordinator-0"`) {
+		t.Fatalf("cut maintenance name: errors = %v", errs)
+	}
+	if errs, _ := ValidateSpec(withTarget(target, false)); len(errs) != 0 {
+		t.Errorf("maintenance off: errors = %v", errs)
+	}
+	if errs, _ := ValidateSpec(withTarget("raw.customers_history", true)); len(errs) != 0 {
+		t.Errorf("a short target with maintenance on: errors = %v", errs)
 	}
 }
