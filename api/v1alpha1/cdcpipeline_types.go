@@ -533,6 +533,11 @@ const (
 	// write it: run the same command again before then. The hub exports it as
 	// urutau_fleet_member_credentials_expiry_timestamp_seconds.
 	AnnotationCredentialsExpireAt = "urutau.io/credentials-expire-at"
+
+	// AnnotationScaledDownAt on a member's coordinator StatefulSet is when the hub scaled it to
+	// zero to delete it (RFC 3339). The hub deletes it once the member's StatefulSet controller
+	// has seen the scale, or when that controller has not answered for two minutes after this.
+	AnnotationScaledDownAt = "urutau.io/scaled-down-at"
 )
 
 // The member health record: what the hub's health checks last found about a member, published as

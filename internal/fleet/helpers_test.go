@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -214,6 +215,37 @@ func markReady(ctx context.Context, m *testenv.Cluster, ns, pipeline string) {
 		sts.Status.ObservedGeneration = sts.Generation
 		g.Expect(m.Client.Status().Patch(ctx, sts, client.MergeFrom(orig))).To(Succeed())
 	}).Should(Succeed())
+}
+
+// seeScalesToZero plays, until ctx ends, the part of member m's StatefulSet controller the hub
+// waits for before it deletes a coordinator StatefulSet (scaledDown): one that a spec marked ready
+// (markReady played the controller for it) and the hub scaled to zero is seen, its
+// observedGeneration brought up to date. No other StatefulSet is touched: specs that check a
+// rollout's status rely on the generation staying unobserved.
+func seeScalesToZero(ctx context.Context, m *testenv.Cluster) {
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		list := &appsv1.StatefulSetList{}
+		if err := m.Client.List(ctx, list); err != nil {
+			continue // the spec stopped its API server
+		}
+		for i := range list.Items {
+			sts := &list.Items[i]
+			if sts.Status.ObservedGeneration == 0 || sts.Status.ObservedGeneration >= sts.Generation ||
+				sts.Spec.Replicas == nil || *sts.Spec.Replicas != 0 {
+				continue
+			}
+			orig := sts.DeepCopy()
+			sts.Status.ObservedGeneration = sts.Generation
+			_ = m.Client.Status().Patch(ctx, sts, client.MergeFrom(orig))
+		}
+	}
 }
 
 // fakeCoordinatorPod plays the StatefulSet controller of member m: the coordinator pod of

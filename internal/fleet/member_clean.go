@@ -235,8 +235,8 @@ func deleteListed(ctx context.Context, writer client.Client, list client.ObjectL
 			continue
 		}
 		left := true
-		if sts, ok := o.(*appsv1.StatefulSet); ok && sts.DeletionTimestamp == nil && !scaledDown(sts) {
-			if err := scaleToZero(ctx, writer, sts); err != nil {
+		if sts, ok := o.(*appsv1.StatefulSet); ok && sts.DeletionTimestamp == nil && !scaledDown(sts, time.Now()) {
+			if err := scaleToZero(ctx, writer, sts, time.Now()); err != nil {
 				return err
 			}
 			res.readers++
@@ -272,9 +272,15 @@ func deleteListed(ctx context.Context, writer client.Client, list client.ObjectL
 	return nil
 }
 
+// controllerPatience bounds the wait for a member's StatefulSet controller to see a scale to
+// zero. One that has not seen it by then is taken as not running (nor its garbage collector): the
+// StatefulSet is deleted, and its pods, which no StatefulSet controls then, with it.
+const controllerPatience = 2 * time.Minute
+
 // scaledDown tells whether a coordinator StatefulSet may be deleted: scaled to zero and the
 // scale seen by its controller (status.observedGeneration), or never seen by any controller (a
-// member that runs none: there is no cache to fence).
+// member that runs none: there is no cache to fence), or the controller silent for
+// controllerPatience since the hub scaled it down.
 //
 // Why not delete it at once (chaos case-5-stale-confirm-cluster-gone): a StatefulSet controller
 // whose watch of StatefulSets lags (its API server just restarted) still holds the deleted
@@ -282,21 +288,33 @@ func deleteListed(ctx context.Context, writer client.Client, list client.ObjectL
 // reader that appears after a pass found the member empty. A controller that has seen the scale
 // to zero makes no pod from any later state of its cache. kubectl deleted StatefulSets the same
 // way, before garbage collection did it.
-func scaledDown(sts *appsv1.StatefulSet) bool {
+func scaledDown(sts *appsv1.StatefulSet, now time.Time) bool {
 	if sts.Status.ObservedGeneration == 0 {
 		return true
 	}
-	return sts.Spec.Replicas != nil && *sts.Spec.Replicas == 0 && sts.Status.ObservedGeneration >= sts.Generation
+	if sts.Spec.Replicas == nil || *sts.Spec.Replicas != 0 {
+		return false
+	}
+	if sts.Status.ObservedGeneration >= sts.Generation {
+		return true
+	}
+	at, err := time.Parse(time.RFC3339, sts.Annotations[urutauv1alpha1.AnnotationScaledDownAt])
+	return err == nil && now.Sub(at) >= controllerPatience
 }
 
-// scaleToZero sets a coordinator StatefulSet's replicas to zero, with the resourceVersion it was
-// read at as a precondition (a conflict is looked at again next pass).
-func scaleToZero(ctx context.Context, writer client.Client, sts *appsv1.StatefulSet) error {
-	if sts.Spec.Replicas != nil && *sts.Spec.Replicas == 0 {
+// scaleToZero sets a coordinator StatefulSet's replicas to zero and records when
+// (AnnotationScaledDownAt: a time left by an earlier scale-down, before the hub placed it there
+// again, is replaced), with the resourceVersion it was read at as a precondition (a conflict is
+// looked at again next pass).
+func scaleToZero(ctx context.Context, writer client.Client, sts *appsv1.StatefulSet, now time.Time) error {
+	_, recorded := sts.Annotations[urutauv1alpha1.AnnotationScaledDownAt]
+	zero := sts.Spec.Replicas != nil && *sts.Spec.Replicas == 0
+	if zero && recorded {
 		return nil // waiting for its controller to see it
 	}
 	patch := client.MergeFromWithOptions(sts.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	sts.Spec.Replicas = ptr.To[int32](0)
+	metav1.SetMetaDataAnnotation(&sts.ObjectMeta, urutauv1alpha1.AnnotationScaledDownAt, now.UTC().Format(time.RFC3339))
 	err := writer.Patch(ctx, sts, patch)
 	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 		return fmt.Errorf("scaling StatefulSet %s/%s to zero before deleting it: %w", sts.Namespace, sts.Name, err)

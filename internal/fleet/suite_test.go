@@ -96,6 +96,9 @@ var _ = BeforeSuite(func() {
 		ObjectMeta: metav1.ObjectMeta{Name: openPolicy},
 		Spec:       urutauv1alpha1.PlacementPolicySpec{NamespaceSelector: &metav1.LabelSelector{}, ClusterSelector: &metav1.LabelSelector{}},
 	})).To(Succeed())
+	for _, m := range members {
+		go seeScalesToZero(suiteCtx, m)
+	}
 	for name, m := range members {
 		kc, err := m.Kubeconfig()
 		Expect(err).NotTo(HaveOccurred())
