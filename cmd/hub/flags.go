@@ -75,6 +75,7 @@ type options struct {
 	providerNamespace       string
 	memberTimeout           time.Duration
 	tombstoneGrace          time.Duration
+	scaleDownPatience       time.Duration
 	leaseNamespace          string
 	maxConcurrentReconciles int
 	healthInterval          time.Duration
@@ -168,6 +169,8 @@ func newFlagSet(o *options, watchNamespaces *string, serverAllowlist *[]string) 
 		"How often each member is checked, idle or not (one request; default: --member-timeout). A member that stops answering shows as Unreachable within this plus --member-timeout.")
 	fs.DurationVar(&o.tombstoneGrace, "tombstone-grace", 2*time.Minute,
 		"How long deletion waits for a member to be emptied (unreachable, or its coordinator pods still there) before it keeps a tombstone for that member (its ReaderLease entry) and lets the CDCPipeline go.")
+	fs.DurationVar(&o.scaleDownPatience, "scale-down-patience", 2*time.Minute,
+		"How long a member's StatefulSet controller has to see a coordinator scaled to zero before the hub deletes the StatefulSet anyway. The hub scales a coordinator to zero and deletes it once the controller has seen that, so that a controller whose cache lags cannot make its pod again after the member was found empty; a controller silent this long is taken as not running (its pods are deleted then as pods no StatefulSet controls).")
 	fs.StringVar(&o.leaseNamespace, "lease-namespace", "",
 		"Namespace of the hub holding the ReaderLeases: one per source identity, recording where each pipeline runs, and the tombstones of deleted ones (default: --cluster-provider-namespace).")
 	fs.DurationVar(&o.orphanScanInterval, "orphan-scan-interval", 5*time.Minute,
@@ -265,6 +268,9 @@ func (o options) validate() error {
 	}
 	if o.memberTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--member-timeout must be positive, not %s", o.memberTimeout))
+	}
+	if o.scaleDownPatience <= 0 {
+		errs = append(errs, fmt.Errorf("--scale-down-patience must be positive, not %s", o.scaleDownPatience))
 	}
 	if o.tombstoneGrace <= 0 {
 		errs = append(errs, fmt.Errorf("--tombstone-grace must be positive, not %s", o.tombstoneGrace))

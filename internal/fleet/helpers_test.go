@@ -218,10 +218,9 @@ func markReady(ctx context.Context, m *testenv.Cluster, ns, pipeline string) {
 }
 
 // seeScalesToZero plays, until ctx ends, the part of member m's StatefulSet controller the hub
-// waits for before it deletes a coordinator StatefulSet (scaledDown): one that a spec marked ready
-// (markReady played the controller for it) and the hub scaled to zero is seen, its
-// observedGeneration brought up to date. No other StatefulSet is touched: specs that check a
-// rollout's status rely on the generation staying unobserved.
+// waits for before it deletes a coordinator StatefulSet (scaledDown): a StatefulSet scaled to
+// zero is seen, its observedGeneration brought up to date. No other StatefulSet is touched: specs
+// that check a rollout's status rely on the generation staying unobserved.
 func seeScalesToZero(ctx context.Context, m *testenv.Cluster) {
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
@@ -237,8 +236,7 @@ func seeScalesToZero(ctx context.Context, m *testenv.Cluster) {
 		}
 		for i := range list.Items {
 			sts := &list.Items[i]
-			if sts.Status.ObservedGeneration == 0 || sts.Status.ObservedGeneration >= sts.Generation ||
-				sts.Spec.Replicas == nil || *sts.Spec.Replicas != 0 {
+			if sts.Status.ObservedGeneration >= sts.Generation || sts.Spec.Replicas == nil || *sts.Spec.Replicas != 0 {
 				continue
 			}
 			orig := sts.DeepCopy()

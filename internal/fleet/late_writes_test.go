@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/urutau-io/fleet/internal/lease"
@@ -89,21 +90,22 @@ type netOpError struct{ err error }
 func (e *netOpError) Error() string { return "dial tcp: " + e.err.Error() }
 func (e *netOpError) Unwrap() error { return e.err }
 
-// A StatefulSet deleted by a cleanup pass still counts as a reader in that pass: its controller
-// may create a pod from a cache that has not seen the deletion, after the pass counted the pods.
+// A StatefulSet deleted by a cleanup pass (scaled to zero, and that seen by its controller) still
+// counts as a reader in that pass: the next pass counts its pods.
 func TestStatefulSetDeletedThisPassStillCounts(t *testing.T) {
 	scheme := runtime.NewScheme()
 	if err := appsv1.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
-	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: "cdc", Name: "p-coordinator", UID: "sts-1"}}
+	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: "cdc", Name: "p-coordinator", UID: "sts-1", Generation: 2},
+		Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](0)}, Status: appsv1.StatefulSetStatus{ObservedGeneration: 2}}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(sts).Build()
 	list := &appsv1.StatefulSetList{}
 	if err := c.List(t.Context(), list); err != nil {
 		t.Fatal(err)
 	}
 	var res cleanupResult
-	if err := deleteListed(t.Context(), c, list, "cdc", &res); err != nil {
+	if err := deleteListed(t.Context(), c, list, "cdc", &res, DefaultControllerPatience); err != nil {
 		t.Fatal(err)
 	}
 	if res.deleted != 1 || res.readers != 1 || res.state() != lease.Holding {

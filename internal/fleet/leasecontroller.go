@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync/atomic"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -42,6 +43,8 @@ type LeaseReconciler struct {
 	timedOut func(member string) string
 	// pipelineBusy tells whether a pipeline's own reconciles still have work running on a member.
 	pipelineBusy func(key types.NamespacedName) bool
+	// patience is CoordinatorReconciler.ControllerPatience.
+	patience time.Duration
 	// queue is the controller's queue, for requeue.
 	queue atomic.Pointer[workqueue.TypedRateLimitingInterface[mcreconcile.Request]]
 }
@@ -69,7 +72,7 @@ func (r *LeaseReconciler) Reconcile(ctx context.Context, req mcreconcile.Request
 			busy = true
 			continue
 		}
-		states := cleanEntries(ctx, r.members, r.options(types.NamespacedName{Namespace: req.Namespace, Name: req.Name}), ownEntries(next, uid), registered, r.timedOut)
+		states := cleanEntries(ctx, r.members, r.options(types.NamespacedName{Namespace: req.Namespace, Name: req.Name}), ownEntries(next, uid), registered, r.timedOut, r.patience)
 		r.reportReplayed(next, uid, states)
 		d := lease.PlanRelease(lease.ReleaseInput{Self: uid, Current: next, Observed: states, Now: metav1.Now().Rfc3339Copy()})
 		if d.Delete {

@@ -3,6 +3,7 @@ package fleet
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -51,12 +52,14 @@ type cleanJob struct {
 	entry urutauv1alpha1.LeaseMember
 	// liveness tells whether a write the member left unanswered may still land (fenceLateWrites).
 	liveness *members.Liveness
+	// patience bounds the wait for the member's StatefulSet controller (scaledDown).
+	patience time.Duration
 }
 
 func (j *cleanJob) run(ctx context.Context) departedResult {
 	start := time.Now()
 	defer func() { memberDuration.WithLabelValues(j.conn.Name).Observe(time.Since(start).Seconds()) }()
-	res, err := cleanupMember(ctx, j.conn.Live, j.conn.Cached, j.entry)
+	res, err := cleanupMember(ctx, j.conn.Live, j.conn.Cached, j.entry, j.patience)
 	switch {
 	case members.IsUnreachable(err):
 		memberErrors.WithLabelValues(j.conn.Name, "unreachable").Inc()
@@ -148,7 +151,7 @@ func (c cleanupResult) state() lease.State {
 // --cascade=orphan) are deleted too: no collector ever will. Reads go to the API server, never a
 // cache, so an unreachable member shows as an error. A StatefulSet its controller has seen is
 // scaled to zero first and deleted once the controller has seen that (scaledDown).
-func cleanupMember(ctx context.Context, reader client.Reader, writer client.Client, e urutauv1alpha1.LeaseMember) (cleanupResult, error) {
+func cleanupMember(ctx context.Context, reader client.Reader, writer client.Client, e urutauv1alpha1.LeaseMember, patience time.Duration) (cleanupResult, error) {
 	var res cleanupResult
 	sel := client.MatchingLabels{urutauv1alpha1.LabelHubPipelineUID: string(e.PipelineUID)}
 	for _, list := range cleanupLists() {
@@ -159,11 +162,11 @@ func cleanupMember(ctx context.Context, reader client.Reader, writer client.Clie
 			}
 			return res, fmt.Errorf("listing %T in namespace %q: %w", list, e.Namespace, err)
 		}
-		if err := deleteListed(ctx, writer, list, e.Namespace, &res); err != nil {
+		if err := deleteListed(ctx, writer, list, e.Namespace, &res, patience); err != nil {
 			return res, err
 		}
 	}
-	if err := deleteUnlabelled(ctx, reader, writer, e, &res); err != nil {
+	if err := deleteUnlabelled(ctx, reader, writer, e, &res, patience); err != nil {
 		return res, err
 	}
 	pods, err := readerPods(ctx, reader, e)
@@ -190,7 +193,7 @@ func cleanupMember(ctx context.Context, reader client.Reader, writer client.Clie
 // which its own reconcile makes again, while keeping it would keep a reader no one stops. One
 // that carries any UID label, or not the hub's labels (a single-cluster operator's, or one
 // stripped of every label, which the hub cannot tell from one it never wrote), is left alone.
-func deleteUnlabelled(ctx context.Context, reader client.Reader, writer client.Client, e urutauv1alpha1.LeaseMember, res *cleanupResult) error {
+func deleteUnlabelled(ctx context.Context, reader client.Reader, writer client.Client, e urutauv1alpha1.LeaseMember, res *cleanupResult, patience time.Duration) error {
 	sts := &appsv1.StatefulSet{}
 	err := reader.Get(ctx, client.ObjectKey{Namespace: e.Namespace, Name: coordinator.CoordinatorName(e.PipelineName)}, sts)
 	switch {
@@ -205,7 +208,7 @@ func deleteUnlabelled(ctx context.Context, reader client.Reader, writer client.C
 		return nil
 	}
 	list := &appsv1.StatefulSetList{Items: []appsv1.StatefulSet{*sts}}
-	return deleteListed(ctx, writer, list, e.Namespace, res)
+	return deleteListed(ctx, writer, list, e.Namespace, res, patience)
 }
 
 // deleteStrayPod deletes a reader pod no StatefulSet controls, with a UID precondition: a pod of
@@ -223,7 +226,7 @@ func deleteStrayPod(ctx context.Context, writer client.Client, pod *corev1.Pod) 
 }
 
 // deleteListed deletes the listed objects not being deleted yet and counts those left.
-func deleteListed(ctx context.Context, writer client.Client, list client.ObjectList, ns string, res *cleanupResult) error {
+func deleteListed(ctx context.Context, writer client.Client, list client.ObjectList, ns string, res *cleanupResult, patience time.Duration) error {
 	items, err := meta.ExtractList(list)
 	if err != nil {
 		return err
@@ -235,12 +238,16 @@ func deleteListed(ctx context.Context, writer client.Client, list client.ObjectL
 			continue
 		}
 		left := true
-		if sts, ok := o.(*appsv1.StatefulSet); ok && sts.DeletionTimestamp == nil && !scaledDown(sts, time.Now()) {
-			if err := scaleToZero(ctx, writer, sts, time.Now()); err != nil {
+		if sts, ok := o.(*appsv1.StatefulSet); ok && !scaledDown(sts, time.Now(), patience) {
+			refused, err := scaleToZero(ctx, writer, sts, time.Now())
+			if err != nil {
 				return err
 			}
-			res.readers++
-			continue
+			if !refused {
+				res.readers++
+				continue
+			}
+			// The member will not have it scaled (an admission policy): deleted as before.
 		}
 		if o.GetDeletionTimestamp() == nil {
 			uid, rv := o.GetUID(), o.GetResourceVersion()
@@ -272,54 +279,71 @@ func deleteListed(ctx context.Context, writer client.Client, list client.ObjectL
 	return nil
 }
 
-// controllerPatience bounds the wait for a member's StatefulSet controller to see a scale to
-// zero. One that has not seen it by then is taken as not running (nor its garbage collector): the
-// StatefulSet is deleted, and its pods, which no StatefulSet controls then, with it.
-const controllerPatience = 2 * time.Minute
-
 // scaledDown tells whether a coordinator StatefulSet may be deleted: scaled to zero and the
-// scale seen by its controller (status.observedGeneration), or never seen by any controller (a
-// member that runs none: there is no cache to fence), or the controller silent for
-// controllerPatience since the hub scaled it down.
+// scale seen by its controller (status.observedGeneration), or the controller silent for patience
+// since the hub scaled it down (a member whose controller manager is down, or that runs none:
+// its pods go then as pods no StatefulSet controls).
 //
 // Why not delete it at once (chaos case-5-stale-confirm-cluster-gone): a StatefulSet controller
 // whose watch of StatefulSets lags (its API server just restarted) still holds the deleted
 // StatefulSet at one replica when the garbage collector deletes pod-0, and makes pod-0 again, a
 // reader that appears after a pass found the member empty. A controller that has seen the scale
 // to zero makes no pod from any later state of its cache. kubectl deleted StatefulSets the same
-// way, before garbage collection did it.
-func scaledDown(sts *appsv1.StatefulSet, now time.Time) bool {
-	if sts.Status.ObservedGeneration == 0 {
-		return true
-	}
+// way, before garbage collection did it. An observedGeneration of 0 proves nothing: the
+// controller makes pods before it writes its status.
+func scaledDown(sts *appsv1.StatefulSet, now time.Time, patience time.Duration) bool {
 	if sts.Spec.Replicas == nil || *sts.Spec.Replicas != 0 {
 		return false
 	}
 	if sts.Status.ObservedGeneration >= sts.Generation {
 		return true
 	}
-	at, err := time.Parse(time.RFC3339, sts.Annotations[urutauv1alpha1.AnnotationScaledDownAt])
-	return err == nil && now.Sub(at) >= controllerPatience
+	at, ok := scaledDownAt(sts, now)
+	return ok && !now.Before(at.Add(patience))
 }
 
-// scaleToZero sets a coordinator StatefulSet's replicas to zero and records when
-// (AnnotationScaledDownAt: a time left by an earlier scale-down, before the hub placed it there
-// again, is replaced), with the resourceVersion it was read at as a precondition (a conflict is
-// looked at again next pass).
-func scaleToZero(ctx context.Context, writer client.Client, sts *appsv1.StatefulSet, now time.Time) error {
-	_, recorded := sts.Annotations[urutauv1alpha1.AnnotationScaledDownAt]
+// scaledDownAt reads AnnotationScaledDownAt, "<generation>/<RFC 3339 time>": when the hub scaled
+// the StatefulSet to zero, making that generation. A value of another generation (the StatefulSet
+// changed since, or the annotation outlived an earlier placement), one that does not parse, or a
+// time to come counts as none.
+func scaledDownAt(sts *appsv1.StatefulSet, now time.Time) (time.Time, bool) {
+	gen, at, ok := strings.Cut(sts.Annotations[urutauv1alpha1.AnnotationScaledDownAt], "/")
+	if !ok || gen != strconv.FormatInt(sts.Generation, 10) {
+		return time.Time{}, false
+	}
+	t, err := time.Parse(time.RFC3339, at)
+	if err != nil || t.After(now.Add(time.Minute)) {
+		return time.Time{}, false
+	}
+	return t, true
+}
+
+// scaleToZero sets a coordinator StatefulSet's replicas to zero and records when and at which
+// generation (AnnotationScaledDownAt), with the resourceVersion it was read at as a precondition
+// (a conflict is looked at again next pass). refused tells that the member will not have it
+// scaled: an admission policy forbids or undoes the write.
+func scaleToZero(ctx context.Context, writer client.Client, sts *appsv1.StatefulSet, now time.Time) (refused bool, err error) {
 	zero := sts.Spec.Replicas != nil && *sts.Spec.Replicas == 0
-	if zero && recorded {
-		return nil // waiting for its controller to see it
+	if _, recorded := scaledDownAt(sts, now); zero && recorded {
+		return false, nil // waiting for its controller to see it
+	}
+	gen := sts.Generation
+	if !zero {
+		gen++ // the API server counts the change of spec.replicas
 	}
 	patch := client.MergeFromWithOptions(sts.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	sts.Spec.Replicas = ptr.To[int32](0)
-	metav1.SetMetaDataAnnotation(&sts.ObjectMeta, urutauv1alpha1.AnnotationScaledDownAt, now.UTC().Format(time.RFC3339))
-	err := writer.Patch(ctx, sts, patch)
-	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-		return fmt.Errorf("scaling StatefulSet %s/%s to zero before deleting it: %w", sts.Namespace, sts.Name, err)
+	metav1.SetMetaDataAnnotation(&sts.ObjectMeta, urutauv1alpha1.AnnotationScaledDownAt, fmt.Sprintf("%d/%s", gen, now.UTC().Format(time.RFC3339)))
+	err = writer.Patch(ctx, sts, patch)
+	switch {
+	case err == nil:
+		return sts.Spec.Replicas == nil || *sts.Spec.Replicas != 0, nil
+	case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
+		return false, nil
+	case apierrors.IsForbidden(err) || apierrors.IsInvalid(err) || apierrors.IsBadRequest(err):
+		return true, nil
 	}
-	return nil
+	return false, fmt.Errorf("scaling StatefulSet %s/%s to zero before deleting it: %w", sts.Namespace, sts.Name, err)
 }
 
 // podsOfPipeline are the pods of a pipeline that may read its source, in any phase, terminating
@@ -437,7 +461,7 @@ func nameTakenByAnother(ctx context.Context, reader client.Reader, e urutauv1alp
 // cleanEntries empties, concurrently, the member each entry names when it can be reached as the cluster
 // the entry names (registered, answering, same identity), and says what each holds; the others
 // are unreachable. timedOut is told of a member whose requests timed out.
-func cleanEntries(ctx context.Context, s *members.Set, opts members.FanOutOptions, entries []urutauv1alpha1.LeaseMember, registeredMembers []inventory.Member, timedOut func(member string) string) map[lease.Key]lease.State {
+func cleanEntries(ctx context.Context, s *members.Set, opts members.FanOutOptions, entries []urutauv1alpha1.LeaseMember, registeredMembers []inventory.Member, timedOut func(member string) string, patience time.Duration) map[lease.Key]lease.State {
 	registered := map[string]bool{}
 	for _, m := range registeredMembers {
 		registered[m.Name] = true
@@ -460,7 +484,7 @@ func cleanEntries(ctx context.Context, s *members.Set, opts members.FanOutOption
 		if err := s.SameCluster(ctx, c, e.ClusterID); err != nil {
 			return departedResult{state: lease.Unreachable, message: err.Error()}
 		}
-		d := (&cleanJob{conn: c, entry: e, liveness: s.Liveness}).run(ctx)
+		d := (&cleanJob{conn: c, entry: e, liveness: s.Liveness, patience: patience}).run(ctx)
 		if d.timedOut {
 			timedOut(m)
 		}

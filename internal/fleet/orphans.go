@@ -64,6 +64,8 @@ type orphanScanner struct {
 	timeout time.Duration
 	// deleteAll is --delete-orphans.
 	deleteAll bool
+	// patience is CoordinatorReconciler.ControllerPatience.
+	patience time.Duration
 
 	mu sync.Mutex
 	// suspects are the groups the last scan of each member found orphaned; last when it ran.
@@ -310,7 +312,7 @@ func (o *orphanScanner) report(ctx context.Context, m inventory.Member, c *membe
 		return
 	}
 	e := urutauv1alpha1.LeaseMember{PipelineUID: g.uid, PipelineName: g.name, Namespace: g.namespace}
-	res, err := cleanupMember(ctx, c.Live, c.Cached, e)
+	res, err := cleanupMember(ctx, c.Live, c.Cached, e, o.patience)
 	if err != nil {
 		log.Info("deleting orphans failed", "error", err.Error())
 		return

@@ -195,7 +195,7 @@ func TestStrayRecordedOnlyWherePlaceable(t *testing.T) {
 				&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "cdc", Labels: tc.memberLabels}}).Build()
 			r := &CoordinatorReconciler{Client: hub, leases: lease.Store{Client: hub, Live: hub, Namespace: "urutau-system"}}
 			r.members.SetHealth(tc.member.Name, members.Health{Checked: true, Up: true})
-			r.members.SetIdentity(tc.member.Name, "id-"+tc.member.Name)
+			r.members.SetIdentity(tc.member.Name, nil, "id-"+tc.member.Name)
 			got := r.recordStray(t.Context(), tc.member, &members.Conn{Name: tc.member.Name, Live: member}, p, &orphanGroup{uid: p.UID, namespace: "cdc", objects: 1})
 			leases := &urutauv1alpha1.ReaderLeaseList{}
 			if err := hub.List(t.Context(), leases); err != nil {

@@ -154,7 +154,7 @@ func (r *CoordinatorReconciler) cleanOn(ctx context.Context, member string, e ur
 	if err != nil {
 		return departedResult{state: lease.Unreachable, message: err.Error()}
 	}
-	d := (&cleanJob{conn: c, entry: e, liveness: r.Liveness}).run(ctx)
+	d := (&cleanJob{conn: c, entry: e, liveness: r.Liveness, patience: r.ControllerPatience}).run(ctx)
 	if d.timedOut {
 		d.message = r.markTimedOut(member)
 	}

@@ -41,6 +41,9 @@ const (
 	// DefaultTombstoneGrace is how long a deleted pipeline waits for a member to be emptied
 	// before leaving a tombstone (its ReaderLease entry) and letting the CR go.
 	DefaultTombstoneGrace = 2 * time.Minute
+	// DefaultControllerPatience bounds the wait for a member's StatefulSet controller to see a
+	// coordinator scaled to zero before the hub deletes it (scaledDown).
+	DefaultControllerPatience = 2 * time.Minute
 	// DefaultRetryInterval retries missing Secrets and members that do not answer.
 	DefaultRetryInterval = 30 * time.Second
 	// DefaultWaitInterval polls a departed member until its reader pods are gone.
@@ -89,6 +92,9 @@ type CoordinatorReconciler struct {
 	MemberTimeout time.Duration
 	// TombstoneGrace bounds how long a deletion waits on a member before tombstoning it.
 	TombstoneGrace time.Duration
+	// ControllerPatience bounds the wait for a member's StatefulSet controller to see a
+	// coordinator scaled to zero before it is deleted anyway (scaledDown).
+	ControllerPatience time.Duration
 	// LeaseNamespace holds the ReaderLeases on the hub.
 	LeaseNamespace string
 	// ReservedNamespaces are the hub's own namespaces (--cluster-provider-namespace,

@@ -1,14 +1,20 @@
 package fleet
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
 	"github.com/urutau-io/fleet/internal/coordinator"
@@ -25,25 +31,31 @@ func TestScaledDown(t *testing.T) {
 		}
 		return s
 	}
-	ago := func(d time.Duration) string { return now.Add(-d).Format(time.RFC3339) }
+	at := func(gen int, ago time.Duration) string {
+		return fmt.Sprintf("%d/%s", gen, now.Add(-ago).Format(time.RFC3339))
+	}
+	patience := DefaultControllerPatience
 	for name, tc := range map[string]struct {
 		sts  *appsv1.StatefulSet
 		want bool
 	}{
-		"no controller ever saw it":                  {sts(ptr.To[int32](1), 1, 0, ""), true},
-		"running, seen":                              {sts(ptr.To[int32](1), 1, 1, ""), false},
+		"running, seen": {sts(ptr.To[int32](1), 1, 1, ""), false},
+		"running, never seen (its pod may exist)":    {sts(ptr.To[int32](1), 1, 0, ""), false},
 		"replicas unset (one), seen":                 {sts(nil, 1, 1, ""), false},
-		"scaled to zero, not seen yet":               {sts(ptr.To[int32](0), 2, 1, ago(0)), false},
-		"scaled to zero, seen":                       {sts(ptr.To[int32](0), 2, 2, ago(0)), true},
-		"scaled to zero, then scaled up by a person": {sts(ptr.To[int32](2), 3, 3, ago(0)), false},
-		"scaled to zero, seen, status written after": {sts(ptr.To[int32](0), 2, 3, ""), true},
-		"not seen a minute after the scale":          {sts(ptr.To[int32](0), 2, 1, ago(time.Minute)), false},
-		"not seen for the whole patience":            {sts(ptr.To[int32](0), 2, 1, ago(controllerPatience)), true},
-		"scaled up again after the patience":         {sts(ptr.To[int32](1), 3, 1, ago(controllerPatience)), false},
-		"a time that does not parse":                 {sts(ptr.To[int32](0), 2, 1, "soon"), false},
+		"scaled to zero, not seen yet":               {sts(ptr.To[int32](0), 2, 1, at(2, 0)), false},
+		"scaled to zero, seen":                       {sts(ptr.To[int32](0), 2, 2, at(2, 0)), true},
+		"scaled to zero, then scaled up by a person": {sts(ptr.To[int32](2), 3, 3, at(2, 0)), false},
+		"not seen a minute after the scale":          {sts(ptr.To[int32](0), 2, 1, at(2, time.Minute)), false},
+		"not seen for the whole patience":            {sts(ptr.To[int32](0), 2, 1, at(2, patience)), true},
+		"no controller ever, after the patience":     {sts(ptr.To[int32](0), 2, 0, at(2, patience)), true},
+		"scaled up again after the patience":         {sts(ptr.To[int32](1), 3, 1, at(2, patience)), false},
+		"the time of an earlier generation":          {sts(ptr.To[int32](0), 4, 1, at(2, time.Hour)), false},
+		"a time that does not parse":                 {sts(ptr.To[int32](0), 2, 1, "2/soon"), false},
+		"no generation":                              {sts(ptr.To[int32](0), 2, 1, now.Add(-time.Hour).Format(time.RFC3339)), false},
+		"a time to come":                             {sts(ptr.To[int32](0), 2, 1, fmt.Sprintf("2/%s", time.Now().Add(time.Hour).Format(time.RFC3339))), false},
 	} {
 		t.Run(name, func(t *testing.T) {
-			if got := scaledDown(tc.sts, now); got != tc.want {
+			if got := scaledDown(tc.sts, now, patience); got != tc.want {
 				t.Fatalf("scaledDown = %v, want %v", got, tc.want)
 			}
 		})
@@ -62,7 +74,7 @@ func TestCleanupScalesTheCoordinatorToZeroBeforeDeletingIt(t *testing.T) {
 	c := fake.NewClientBuilder().WithScheme(cleanScheme(t)).WithObjects(sts).WithStatusSubresource(sts).Build()
 	pass := func() cleanupResult {
 		t.Helper()
-		res, err := cleanupMember(t.Context(), c, c, entry)
+		res, err := cleanupMember(t.Context(), c, c, entry, DefaultControllerPatience)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -84,8 +96,8 @@ func TestCleanupScalesTheCoordinatorToZeroBeforeDeletingIt(t *testing.T) {
 	if got.Spec.Replicas == nil || *got.Spec.Replicas != 0 {
 		t.Fatalf("replicas %v after the first pass, want 0", got.Spec.Replicas)
 	}
-	if _, err := time.Parse(time.RFC3339, got.Annotations[urutauv1alpha1.AnnotationScaledDownAt]); err != nil {
-		t.Fatalf("the scale was not recorded: %v", err)
+	if _, ok := scaledDownAt(&appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Generation: 2, Annotations: got.Annotations}}, time.Now()); !ok {
+		t.Fatalf("the scale was not recorded for generation 2: %q", got.Annotations[urutauv1alpha1.AnnotationScaledDownAt])
 	}
 	// The API server counts the new generation (the fake client does not).
 	got.Generation = 2
@@ -110,27 +122,50 @@ func TestCleanupScalesTheCoordinatorToZeroBeforeDeletingIt(t *testing.T) {
 }
 
 // A StatefulSet scaled down once, then placed there again (the hub's apply takes replicas back,
-// the annotation stays), is scaled down with a new time: the old one would skip the wait for the
-// controller at once.
-func TestScaleToZeroReplacesAnEarlierTime(t *testing.T) {
-	old := time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)
-	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: "cdc", Name: "p-coordinator", Generation: 3,
-		Annotations: map[string]string{urutauv1alpha1.AnnotationScaledDownAt: old}},
-		Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](1)}, Status: appsv1.StatefulSetStatus{ObservedGeneration: 3}}
-	c := fake.NewClientBuilder().WithScheme(cleanScheme(t)).WithObjects(sts).Build()
+// the annotation stays), is scaled down with a new time and generation: the old one would skip
+// the wait for the controller at once. A member that will not have it scaled (an admission
+// policy refuses or undoes the write) has it deleted as before.
+func TestScaleToZero(t *testing.T) {
+	old := fmt.Sprintf("3/%s", time.Now().Add(-time.Hour).UTC().Format(time.RFC3339))
+	newSTS := func() *appsv1.StatefulSet {
+		return &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: "cdc", Name: "p-coordinator", Generation: 3,
+			Annotations: map[string]string{urutauv1alpha1.AnnotationScaledDownAt: old}},
+			Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](1)}, Status: appsv1.StatefulSetStatus{ObservedGeneration: 3}}
+	}
 	now := time.Now()
-	if err := scaleToZero(t.Context(), c, sts.DeepCopy(), now); err != nil {
-		t.Fatal(err)
-	}
-	got := &appsv1.StatefulSet{}
-	if err := c.Get(t.Context(), client.ObjectKeyFromObject(sts), got); err != nil {
-		t.Fatal(err)
-	}
-	if at := got.Annotations[urutauv1alpha1.AnnotationScaledDownAt]; at != now.UTC().Format(time.RFC3339) {
-		t.Fatalf("scaled down at %q, want now", at)
-	}
-	got.Generation = 4 // as the API server counts the scale
-	if scaledDown(got, now.Add(time.Second)) {
-		t.Fatal("deleted before its controller saw the scale")
+	t.Run("an earlier time is replaced", func(t *testing.T) {
+		sts := newSTS()
+		c := fake.NewClientBuilder().WithScheme(cleanScheme(t)).WithObjects(sts).Build()
+		if refused, err := scaleToZero(t.Context(), c, sts.DeepCopy(), now); err != nil || refused {
+			t.Fatalf("refused %v, %v", refused, err)
+		}
+		got := &appsv1.StatefulSet{}
+		if err := c.Get(t.Context(), client.ObjectKeyFromObject(sts), got); err != nil {
+			t.Fatal(err)
+		}
+		if at := got.Annotations[urutauv1alpha1.AnnotationScaledDownAt]; at != "4/"+now.UTC().Format(time.RFC3339) {
+			t.Fatalf("scaled down at %q, want generation 4 now", at)
+		}
+		got.Generation = 4 // as the API server counts the scale
+		if scaledDown(got, now.Add(time.Second), DefaultControllerPatience) {
+			t.Fatal("deleted before its controller saw the scale")
+		}
+	})
+	for name, tc := range map[string]interceptor.Funcs{
+		"forbidden": {Patch: func(context.Context, client.WithWatch, client.Object, client.Patch, ...client.PatchOption) error {
+			return apierrors.NewForbidden(schema.GroupResource{Group: "apps", Resource: "statefulsets"}, "p-coordinator", errors.New("denied by policy"))
+		}},
+		"undone by a mutating policy": {Patch: func(ctx context.Context, c client.WithWatch, o client.Object, p client.Patch, opts ...client.PatchOption) error {
+			o.(*appsv1.StatefulSet).Spec.Replicas = ptr.To[int32](1)
+			return nil
+		}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			sts := newSTS()
+			c := fake.NewClientBuilder().WithScheme(cleanScheme(t)).WithObjects(sts).WithInterceptorFuncs(tc).Build()
+			if refused, err := scaleToZero(t.Context(), c, sts.DeepCopy(), now); err != nil || !refused {
+				t.Fatalf("refused %v, %v; want refused", refused, err)
+			}
+		})
 	}
 }

@@ -64,6 +64,7 @@ func (r *CoordinatorReconciler) setDefaults(mgr mcmanager.Manager) {
 	}
 	r.MemberTimeout = orDefault(r.MemberTimeout, DefaultMemberTimeout)
 	r.TombstoneGrace = orDefault(r.TombstoneGrace, DefaultTombstoneGrace)
+	r.ControllerPatience = orDefault(r.ControllerPatience, DefaultControllerPatience)
 	r.RetryInterval = orDefault(r.RetryInterval, DefaultRetryInterval)
 	r.WaitInterval = orDefault(r.WaitInterval, DefaultWaitInterval)
 	r.HealthInterval = orDefault(r.HealthInterval, r.MemberTimeout)
@@ -196,6 +197,7 @@ func (r *CoordinatorReconciler) leaseReconciler() *LeaseReconciler {
 		},
 		timedOut:     r.markTimedOut,
 		pipelineBusy: r.running.Busy,
+		patience:     r.ControllerPatience,
 	}
 }
 
@@ -207,7 +209,7 @@ func (r *CoordinatorReconciler) healthMonitor(mgr mcmanager.Manager, lr *LeaseRe
 		kind.Kind = "Secret"
 		kind.Version = "v1"
 	}
-	scanner := &orphanScanner{hub: r.Client, leases: &r.leases, recorder: r.Recorder, entryKind: kind,
+	scanner := &orphanScanner{hub: r.Client, leases: &r.leases, recorder: r.Recorder, entryKind: kind, patience: r.ControllerPatience,
 		interval: r.OrphanScanInterval, timeout: orphanScanTimeout(r.MemberTimeout), deleteAll: r.DeleteOrphans,
 		identity: r.members.KnownIdentity, stray: r.recordStray,
 		present: func(ctx context.Context, m string) bool { _, ok := r.inventoryMember(ctx, m); return ok },

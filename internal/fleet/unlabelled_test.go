@@ -25,6 +25,13 @@ func hubLabels(hubNS, name string) map[string]string {
 		urutauv1alpha1.LabelApp: coordinator.AppCoordinator, urutauv1alpha1.LabelPipeline: name}
 }
 
+// stoppedSpec and stoppedStatus are a coordinator StatefulSet scaled to zero and seen so by its
+// controller: the cleanup deletes it (scaledDown).
+var (
+	stoppedSpec   = appsv1.StatefulSetSpec{Replicas: ptr.To[int32](0)}
+	stoppedStatus = appsv1.StatefulSetStatus{ObservedGeneration: 0}
+)
+
 func cleanScheme(t *testing.T) *runtime.Scheme {
 	t.Helper()
 	s := runtime.NewScheme()
@@ -64,10 +71,11 @@ func TestDeleteUnlabelledCoordinator(t *testing.T) {
 		"the hub's for a pipeline of another hub": {labels: hubLabels("other-ns", "p")},
 	} {
 		t.Run(name, func(t *testing.T) {
-			sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: "cdc", Name: coordinator.CoordinatorName("p"), UID: "sts-1", Labels: tc.labels}}
+			sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: "cdc", Name: coordinator.CoordinatorName("p"), UID: "sts-1", Labels: tc.labels},
+				Spec: stoppedSpec, Status: stoppedStatus}
 			c := fake.NewClientBuilder().WithScheme(cleanScheme(t)).WithObjects(sts).Build()
 			var res cleanupResult
-			if err := deleteUnlabelled(t.Context(), c, c, entry, &res); err != nil {
+			if err := deleteUnlabelled(t.Context(), c, c, entry, &res, DefaultControllerPatience); err != nil {
 				t.Fatal(err)
 			}
 			err := c.Get(t.Context(), client.ObjectKeyFromObject(sts), &appsv1.StatefulSet{})
@@ -88,7 +96,7 @@ func TestDeleteUnlabelledCoordinator(t *testing.T) {
 func TestCleanupEmptiesAMemberWhoseCoordinatorLostItsLabel(t *testing.T) {
 	entry := urutauv1alpha1.LeaseMember{PipelineUID: "u1", PipelineName: "p", PipelineNamespace: "hub-ns", Namespace: "cdc"}
 	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: "cdc", Name: coordinator.CoordinatorName("p"), UID: "sts-1",
-		Labels: hubLabels("hub-ns", "p")}}
+		Labels: hubLabels("hub-ns", "p")}, Spec: stoppedSpec, Status: stoppedStatus}
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "cdc", Name: coordinator.CoordinatorName("p") + "-0", UID: "pod-1",
 		Labels: coordinator.SelectorLabels("p"),
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: sts.Name, UID: types.UID("sts-1"),
@@ -96,7 +104,7 @@ func TestCleanupEmptiesAMemberWhoseCoordinatorLostItsLabel(t *testing.T) {
 	c := fake.NewClientBuilder().WithScheme(cleanScheme(t)).WithObjects(sts, pod).Build()
 	var states []lease.State
 	for range 3 {
-		res, err := cleanupMember(t.Context(), c, c, entry)
+		res, err := cleanupMember(t.Context(), c, c, entry, DefaultControllerPatience)
 		if err != nil {
 			t.Fatal(err)
 		}

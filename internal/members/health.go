@@ -9,6 +9,7 @@ import (
 	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	"github.com/urutau-io/fleet/internal/inventory"
@@ -138,30 +139,30 @@ func (h *Monitor) check(parent context.Context, member string) {
 	cl, err := h.Members.Manager.GetCluster(ctx, multicluster.ClusterName(member))
 	if err != nil {
 		memberEngaged.WithLabelValues(member).Set(0)
-		h.record(member, Health{Checked: true, Message: h.Members.NotEngagedMessage(member, err)}, "")
+		h.record(member, Health{Checked: true, Message: h.Members.NotEngagedMessage(member, err)}, nil, "")
 		return
 	}
 	memberEngaged.WithLabelValues(member).Set(1)
 	c, err := h.Members.ClientsFor(member, cl)
 	if err != nil {
-		h.record(member, Health{Checked: true, Engaged: true, Message: err.Error()}, "")
+		h.record(member, Health{Checked: true, Engaged: true, Message: err.Error()}, nil, "")
 		return
 	}
 	id, err := ReadIdentity(ctx, c.Live)
 	if err != nil {
-		h.record(member, Health{Checked: true, Engaged: true, Message: downMessage(member, err, h.Timeout)}, "")
+		h.record(member, Health{Checked: true, Engaged: true, Message: downMessage(member, err, h.Timeout)}, nil, "")
 		return
 	}
-	h.record(member, Health{Checked: true, Up: true, Engaged: true, LastAnswer: time.Now()}, id)
+	h.record(member, Health{Checked: true, Up: true, Engaged: true, LastAnswer: time.Now()}, c.Cluster, id)
 	if h.Checked != nil {
 		h.Checked(parent, member, c)
 	}
 }
 
-// record keeps what a check found and tells changed when it differs.
-func (h *Monitor) record(member string, found Health, id string) {
+// record keeps what a check found (id read through cl) and tells changed when it differs.
+func (h *Monitor) record(member string, found Health, cl cluster.Cluster, id string) {
 	changed := h.Members.SetHealth(member, found)
-	if id != "" && h.Members.SetIdentity(member, id) {
+	if id != "" && h.Members.SetIdentity(member, cl, id) {
 		changed = true
 	}
 	if changed && h.Changed != nil {

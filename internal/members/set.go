@@ -226,10 +226,11 @@ func ReadIdentity(ctx context.Context, r client.Reader) (string, error) {
 	return string(ns.UID), nil
 }
 
-// SetIdentity records the identity a health check read from member's current cluster object,
-// and reports whether it differs from the one the check before read, whichever cluster object
-// that check used.
-func (s *Set) SetIdentity(member, id string) bool {
+// SetIdentity records the identity a health check read through cluster object cl, and reports
+// whether it differs from the one the check before read, whichever cluster object that check
+// used. It is member's known identity only while cl is still its current cluster object: a check
+// that read the old cluster while the provider engaged a new one must not vouch for the new one.
+func (s *Set) SetIdentity(member string, cl cluster.Cluster, id string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e := s.members[member]
@@ -237,7 +238,10 @@ func (s *Set) SetIdentity(member, id string) bool {
 		return false
 	}
 	changed := e.checked != "" && e.checked != id
-	e.id, e.checked = id, id
+	e.checked = id
+	if e.cl == cl {
+		e.id = id
+	}
 	return changed
 }
 

@@ -345,7 +345,7 @@ func startHubProcess(t *testing.T, bin, work, provider, kubeconfig string, webho
 		"--leader-elect=true", "--webhook-self-signed", fmt.Sprintf("--webhook-port=%d", webhookPort),
 		"--webhook-cert-dir="+filepath.Join(work, "certs-"+provider), "--webhook-cert-hosts=127.0.0.1",
 		"--metrics-bind-address="+metrics, "--health-probe-bind-address=0",
-		"--member-timeout=2s")
+		"--member-timeout=2s", "--scale-down-patience=1s") // no StatefulSet controller runs in the member
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	mustDo(t, cmd.Start())
 	h := &hubProcess{cmd: cmd, done: make(chan error, 1), log: logPath}
