@@ -82,6 +82,9 @@ type Request struct {
 	Guard func(kind string, existing client.Object) error
 	// BeforeWrite, when set, is asked before any write: an error stops the apply.
 	BeforeWrite func(context.Context) error
+	// starts tells that writing over live starts what BeforeCreate guards, like a create: a
+	// StatefulSet at zero replicas (scaled down by a cleanup, or by hand) brought back up.
+	starts func(live client.Object) bool
 }
 
 // Crossed tells that a change by someone else reached the member watch while the apply was in
@@ -148,8 +151,8 @@ func (a *Applier) Apply(ctx context.Context, cached, live client.Reader, writer 
 		return false, err
 	}
 	// An object only the cache shows may be gone from the member (a cache that lags): the apply
-	// would create it, so it is asked like a create.
-	if r.BeforeCreate != nil && (!found || !fresh) {
+	// would create it, so it is asked like a create; so is one the apply would start.
+	if r.BeforeCreate != nil && (!found || !fresh || r.starts != nil && r.starts(r.live)) {
 		if err := r.BeforeCreate(ctx); err != nil {
 			return false, err
 		}
@@ -454,6 +457,12 @@ func StatefulSet(ac *appsv1ac.StatefulSetApplyConfiguration) (*Request, error) {
 	r.keeps = func(live client.Object) bool {
 		sts, ok := live.(*appsv1.StatefulSet)
 		return ok && sts.Spec.Replicas != nil && *sts.Spec.Replicas == want
+	}
+	if want > 0 {
+		r.starts = func(live client.Object) bool {
+			sts, ok := live.(*appsv1.StatefulSet)
+			return ok && sts.Spec.Replicas != nil && *sts.Spec.Replicas == 0
+		}
 	}
 	return r, nil
 }

@@ -186,3 +186,40 @@ func TestStatefulSetRequestKeepsReplicas(t *testing.T) {
 		t.Errorf("a StatefulSet whose replicas another owns (KEDA) has keeps %v, err %v", workers.keeps != nil, err)
 	}
 }
+
+// A coordinator StatefulSet the member holds at zero replicas (a cleanup scaled it down before
+// deleting it, and the placement came back; or a hand scale to 0) is asked like a create before
+// the apply brings it back to one: that starts a reader. Read fresh from the member at one
+// replica, it is not asked.
+func TestBeforeCreateAskedForAStatefulSetAtZero(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := appsv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	stop := errors.New("stop before the write")
+	for _, tc := range []struct {
+		replicas int32
+		ask      int
+	}{{0, 1}, {1, 0}} {
+		held := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: "cdc", Name: "p-coordinator", ResourceVersion: "7"},
+			Spec: appsv1.StatefulSetSpec{Replicas: ptr.To(tc.replicas)}}
+		member := fake.NewClientBuilder().WithScheme(scheme).WithObjects(held).Build()
+		req, err := StatefulSet(appsv1ac.StatefulSet("p-coordinator", "cdc").WithSpec(appsv1ac.StatefulSetSpec().WithReplicas(1)).
+			WithLabels(map[string]string{"x": "y"}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.CacheMayLag = true // read from the member itself: fresh
+		asked := 0
+		req.BeforeCreate = func(context.Context) error { asked++; return stop }
+		req.BeforeWrite = func(context.Context) error { return stop } // no write here either way
+		a := &Applier{}
+		_, err = a.Apply(t.Context(), member, member, nil, "member-a", "urutau-operator@member-a", req)
+		if asked != tc.ask {
+			t.Errorf("replicas %d: beforeCreate asked %d times, want %d (apply: %v)", tc.replicas, asked, tc.ask, err)
+		}
+		if !errors.Is(err, stop) {
+			t.Errorf("replicas %d: apply = %v, want it stopped", tc.replicas, err)
+		}
+	}
+}
