@@ -125,8 +125,9 @@ func cleanupLists() []client.ObjectList {
 type cleanupResult struct {
 	// readers counts coordinator StatefulSets and reader pods left; others everything else.
 	readers, others int
-	// deleted counts delete requests that removed something.
-	deleted int
+	// deleted counts delete requests that removed something; scaled the coordinator
+	// StatefulSets kept at zero replicas until their controller has seen the scale.
+	deleted, scaled int
 	// stray names the reader pods no StatefulSet controlled, deleted by this pass.
 	stray []string
 }
@@ -245,6 +246,7 @@ func deleteListed(ctx context.Context, writer client.Client, list client.ObjectL
 			}
 			if !refused {
 				res.readers++
+				res.scaled++
 				continue
 			}
 			// The member will not have it scaled (an admission policy): deleted as before.
@@ -335,6 +337,11 @@ func scaleToZero(ctx context.Context, writer client.Client, sts *appsv1.Stateful
 	sts.Spec.Replicas = ptr.To[int32](0)
 	metav1.SetMetaDataAnnotation(&sts.ObjectMeta, urutauv1alpha1.AnnotationScaledDownAt, fmt.Sprintf("%d/%s", gen, now.UTC().Format(time.RFC3339)))
 	err = writer.Patch(ctx, sts, patch)
+	if err == nil && sts.Generation > gen && sts.Spec.Replicas != nil && *sts.Spec.Replicas == 0 {
+		// A mutating webhook changed more of the spec than the replicas: record the generation the
+		// API server counted, or the patience would never start on a member without a controller.
+		err = recordScaledDownAt(ctx, writer, sts, now)
+	}
 	switch {
 	case err == nil:
 		return sts.Spec.Replicas == nil || *sts.Spec.Replicas != 0, nil
@@ -344,6 +351,15 @@ func scaleToZero(ctx context.Context, writer client.Client, sts *appsv1.Stateful
 		return true, nil
 	}
 	return false, fmt.Errorf("scaling StatefulSet %s/%s to zero before deleting it: %w", sts.Namespace, sts.Name, err)
+}
+
+// recordScaledDownAt rewrites AnnotationScaledDownAt with the StatefulSet's own generation. A
+// metadata change counts no generation, unless a webhook changes the spec on every write: then
+// the value is off again, and the member holds until a controller sees the scale.
+func recordScaledDownAt(ctx context.Context, writer client.Client, sts *appsv1.StatefulSet, now time.Time) error {
+	patch := client.MergeFromWithOptions(sts.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	metav1.SetMetaDataAnnotation(&sts.ObjectMeta, urutauv1alpha1.AnnotationScaledDownAt, fmt.Sprintf("%d/%s", sts.Generation, now.UTC().Format(time.RFC3339)))
+	return writer.Patch(ctx, sts, patch)
 }
 
 // podsOfPipeline are the pods of a pipeline that may read its source, in any phase, terminating

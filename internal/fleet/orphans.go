@@ -317,9 +317,17 @@ func (o *orphanScanner) report(ctx context.Context, m inventory.Member, c *membe
 		log.Info("deleting orphans failed", "error", err.Error())
 		return
 	}
-	log.Info("orphans deleted", "deleted", res.deleted)
+	log.Info("orphans deleted", "deleted", res.deleted, "scaledToZero", res.scaled)
 	o.recorder.Eventf(entry, nil, corev1.EventTypeNormal, EventOrphansDeleted, "Scan",
-		"deleted %d orphaned object(s) of pipeline %s/%s (uid %s) in cluster %q", res.deleted, g.namespace, g.name, g.uid, m.Name)
+		"deleted %d orphaned object(s) of pipeline %s/%s (uid %s) in cluster %q%s", res.deleted, g.namespace, g.name, g.uid, m.Name, scaledNote(res.scaled))
+}
+
+// scaledNote tells of coordinator StatefulSets a pass scaled to zero rather than deleted.
+func scaledNote(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; %d coordinator StatefulSet(s) scaled to zero, deleted by a later scan once their controller has seen the scale", n)
 }
 
 // entryObject is a reference to the member's inventory entry, for events.

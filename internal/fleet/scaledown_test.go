@@ -89,8 +89,8 @@ func TestCleanupScalesTheCoordinatorToZeroBeforeDeletingIt(t *testing.T) {
 		return got
 	}
 
-	if res := pass(); res.state() != lease.Holding || res.deleted != 0 {
-		t.Fatalf("first pass: %v, %d deleted; want Holding, none deleted", res.state(), res.deleted)
+	if res := pass(); res.state() != lease.Holding || res.deleted != 0 || res.scaled != 1 {
+		t.Fatalf("first pass: %v, %d deleted, %d scaled; want Holding, none deleted, one scaled", res.state(), res.deleted, res.scaled)
 	}
 	got := get()
 	if got.Spec.Replicas == nil || *got.Spec.Replicas != 0 {
@@ -149,6 +149,30 @@ func TestScaleToZero(t *testing.T) {
 		got.Generation = 4 // as the API server counts the scale
 		if scaledDown(got, now.Add(time.Second), DefaultControllerPatience) {
 			t.Fatal("deleted before its controller saw the scale")
+		}
+	})
+	t.Run("a generation a webhook added is recorded", func(t *testing.T) {
+		sts := newSTS()
+		patches := 0
+		c := fake.NewClientBuilder().WithScheme(cleanScheme(t)).WithObjects(sts).WithInterceptorFuncs(interceptor.Funcs{
+			Patch: func(ctx context.Context, c client.WithWatch, o client.Object, p client.Patch, opts ...client.PatchOption) error {
+				if err := c.Patch(ctx, o, p, opts...); err != nil {
+					return err
+				}
+				if patches++; patches == 1 {
+					o.SetGeneration(5) // the scale and a webhook's default: two generations
+				}
+				return nil
+			}}).Build()
+		if refused, err := scaleToZero(t.Context(), c, sts.DeepCopy(), now); err != nil || refused {
+			t.Fatalf("refused %v, %v", refused, err)
+		}
+		got := &appsv1.StatefulSet{}
+		if err := c.Get(t.Context(), client.ObjectKeyFromObject(sts), got); err != nil {
+			t.Fatal(err)
+		}
+		if at := got.Annotations[urutauv1alpha1.AnnotationScaledDownAt]; at != "5/"+now.UTC().Format(time.RFC3339) {
+			t.Fatalf("scaled down at %q, want generation 5 now", at)
 		}
 	})
 	for name, tc := range map[string]interceptor.Funcs{
