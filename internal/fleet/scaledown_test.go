@@ -133,9 +133,11 @@ func TestScaleToZero(t *testing.T) {
 			Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](1)}, Status: appsv1.StatefulSetStatus{ObservedGeneration: 3}}
 	}
 	now := time.Now()
-	t.Run("an earlier time is replaced", func(t *testing.T) {
+	// scaled scales newSTS() to zero through a fake member and returns what the member stores.
+	scaled := func(t *testing.T, funcs interceptor.Funcs) *appsv1.StatefulSet {
+		t.Helper()
 		sts := newSTS()
-		c := fake.NewClientBuilder().WithScheme(cleanScheme(t)).WithObjects(sts).Build()
+		c := fake.NewClientBuilder().WithScheme(cleanScheme(t)).WithObjects(sts).WithInterceptorFuncs(funcs).Build()
 		if refused, err := scaleToZero(t.Context(), c, sts.DeepCopy(), now); err != nil || refused {
 			t.Fatalf("refused %v, %v", refused, err)
 		}
@@ -143,6 +145,10 @@ func TestScaleToZero(t *testing.T) {
 		if err := c.Get(t.Context(), client.ObjectKeyFromObject(sts), got); err != nil {
 			t.Fatal(err)
 		}
+		return got
+	}
+	t.Run("an earlier time is replaced", func(t *testing.T) {
+		got := scaled(t, interceptor.Funcs{})
 		if at := got.Annotations[urutauv1alpha1.AnnotationScaledDownAt]; at != "4/"+now.UTC().Format(time.RFC3339) {
 			t.Fatalf("scaled down at %q, want generation 4 now", at)
 		}
@@ -152,9 +158,8 @@ func TestScaleToZero(t *testing.T) {
 		}
 	})
 	t.Run("a generation a webhook added is recorded", func(t *testing.T) {
-		sts := newSTS()
 		patches := 0
-		c := fake.NewClientBuilder().WithScheme(cleanScheme(t)).WithObjects(sts).WithInterceptorFuncs(interceptor.Funcs{
+		got := scaled(t, interceptor.Funcs{
 			Patch: func(ctx context.Context, c client.WithWatch, o client.Object, p client.Patch, opts ...client.PatchOption) error {
 				if err := c.Patch(ctx, o, p, opts...); err != nil {
 					return err
@@ -163,14 +168,7 @@ func TestScaleToZero(t *testing.T) {
 					o.SetGeneration(5) // the scale and a webhook's default: two generations
 				}
 				return nil
-			}}).Build()
-		if refused, err := scaleToZero(t.Context(), c, sts.DeepCopy(), now); err != nil || refused {
-			t.Fatalf("refused %v, %v", refused, err)
-		}
-		got := &appsv1.StatefulSet{}
-		if err := c.Get(t.Context(), client.ObjectKeyFromObject(sts), got); err != nil {
-			t.Fatal(err)
-		}
+			}})
 		if at := got.Annotations[urutauv1alpha1.AnnotationScaledDownAt]; at != "5/"+now.UTC().Format(time.RFC3339) {
 			t.Fatalf("scaled down at %q, want generation 5 now", at)
 		}
