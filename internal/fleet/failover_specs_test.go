@@ -49,7 +49,7 @@ var _ = Describe("Fenced placements and failover", Label("failover"), func() {
 		expectRenewed(ctx, members["a"], p)
 		markReady(ctx, members["a"], ns, p.Name)
 		Eventually(func(g Gomega) {
-			g.Expect(meta.IsStatusConditionTrue(getPipeline(g, ctx, key).Status.Conditions, urutauv1alpha1.ConditionReady)).To(BeTrue())
+			expectReady(g, getPipeline(g, ctx, key))
 		}).Should(Succeed())
 		expectEmpty(Default, ctx, members["b"], ns, p.UID)
 
@@ -89,7 +89,7 @@ var _ = Describe("Fenced placements and failover", Label("failover"), func() {
 			g.Expect(l.ReaderGapSeconds).To(BeNumerically(">", 0))
 			g.Expect(got.Status.Failover.Failovers).To(BeEquivalentTo(1))
 			g.Expect(meta.FindStatusCondition(got.Status.Conditions, fleet.ConditionFailingOver)).To(BeNil())
-			g.Expect(meta.IsStatusConditionTrue(got.Status.Conditions, urutauv1alpha1.ConditionReady)).To(BeTrue())
+			expectReady(g, got)
 			e, err := leaseEntry(ctx, p.UID, "a")
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(e.State).To(Equal(urutauv1alpha1.LeaseMemberGone))

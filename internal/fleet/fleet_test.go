@@ -48,7 +48,7 @@ var _ = Describe("CoordinatorReconciler", func() {
 		Eventually(func(g Gomega) {
 			got := getPipeline(g, ctx, client.ObjectKeyFromObject(p))
 			g.Expect(got.Status.ReadyClusters).To(Equal("2/2"))
-			g.Expect(meta.IsStatusConditionTrue(got.Status.Conditions, urutauv1alpha1.ConditionReady)).To(BeTrue())
+			expectReady(g, got)
 			g.Expect(meta.FindStatusCondition(got.Status.Conditions, urutauv1alpha1.ConditionReconciling)).To(BeNil())
 			g.Expect(meta.FindStatusCondition(got.Status.Conditions, urutauv1alpha1.ConditionStalled)).To(BeNil())
 			for _, c := range got.Status.Conditions {
@@ -451,7 +451,7 @@ var _ = Describe("CoordinatorReconciler", func() {
 		}
 		Eventually(func(g Gomega) {
 			got := getPipeline(g, ctx, client.ObjectKeyFromObject(p))
-			g.Expect(meta.IsStatusConditionTrue(got.Status.Conditions, urutauv1alpha1.ConditionReady)).To(BeTrue())
+			expectReady(g, got)
 			g.Expect(got.Status.ReadyClusters).To(Equal("3/3"))
 		}).Should(Succeed())
 		ready := time.Since(start)

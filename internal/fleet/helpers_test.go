@@ -337,3 +337,11 @@ func memberWrites(ctx context.Context, m *testenv.Cluster) (ours, all map[string
 
 // figure prints a measured figure to stdout, so it shows in every run, not only on failure.
 func figure(format string, args ...any) { fmt.Printf("FIGURE: "+format+"\n", args...) }
+
+// expectReady checks that p is Ready, and says why not when it is not: a spec that times out
+// waiting for Ready then names what the pipeline waited for.
+func expectReady(g Gomega, p *urutauv1alpha1.CDCPipeline) {
+	c := meta.FindStatusCondition(p.Status.Conditions, urutauv1alpha1.ConditionReady)
+	g.Expect(c).NotTo(BeNil(), "no Ready condition")
+	g.Expect(c.Status).To(Equal(metav1.ConditionTrue), "Ready is %s: %s: %s", c.Status, c.Reason, c.Message)
+}

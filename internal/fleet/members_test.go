@@ -105,7 +105,7 @@ var _ = Describe("Members come and go", func() {
 		markReadyWhenPlaced(ctx, p, "a", "b")
 		Eventually(func(g Gomega) {
 			got := getPipeline(g, ctx, client.ObjectKeyFromObject(p))
-			g.Expect(meta.IsStatusConditionTrue(got.Status.Conditions, urutauv1alpha1.ConditionReady)).To(BeTrue())
+			expectReady(g, got)
 		}).Should(Succeed())
 		time.Sleep(2 * time.Second) // the last writes settle
 

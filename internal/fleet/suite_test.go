@@ -148,9 +148,10 @@ var _ = BeforeSuite(func() {
 	}()
 })
 
-// Every spec waits on real API servers and a real manager: generous, fast-polling defaults.
+// Every spec waits on real API servers and a real manager: generous, fast-polling defaults
+// (make test runs this suite beside the other packages' API servers, on two cores in CI).
 var _ = BeforeEach(func() {
-	SetDefaultEventuallyTimeout(30 * time.Second)
+	SetDefaultEventuallyTimeout(60 * time.Second)
 	SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
 	SetDefaultConsistentlyDuration(2 * time.Second)
 	SetDefaultConsistentlyPollingInterval(100 * time.Millisecond)
