@@ -14,7 +14,7 @@ import (
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/tools/record"
 
-	"github.com/urutau-io/fleet/internal/fleet"
+	"github.com/urutau-io/fleet/internal/memberwork"
 )
 
 // The leader election's timing: controller-runtime's defaults, written down because the fence
@@ -26,8 +26,8 @@ var (
 )
 
 // leaderLock builds the leader-election lock as controller-runtime would (a Lease named
-// leaderElectionID in ns, identity hostname_uuid, events on it), wrapped in a fleet.LeaderFence.
-func leaderLock(cfg *rest.Config, scheme *runtime.Scheme, ns string) (*fleet.LeaderFence, error) {
+// leaderElectionID in ns, identity hostname_uuid, events on it), wrapped in a memberwork.LeaderFence.
+func leaderLock(cfg *rest.Config, scheme *runtime.Scheme, ns string) (*memberwork.LeaderFence, error) {
 	host, err := os.Hostname()
 	if err != nil {
 		return nil, fmt.Errorf("naming the leader-election identity: %w", err)
@@ -49,12 +49,12 @@ func leaderLock(cfg *rest.Config, scheme *runtime.Scheme, ns string) (*fleet.Lea
 	if err != nil {
 		return nil, fmt.Errorf("building the leader-election lock: %w", err)
 	}
-	return &fleet.LeaderFence{Interface: lock, RenewDeadline: renewDeadline}, nil
+	return &memberwork.LeaderFence{Interface: lock, RenewDeadline: renewDeadline}, nil
 }
 
 // lockOf is the lock for manager.Options: nil without leader election (an interface holding a
 // nil pointer would not read as nil there).
-func lockOf(f *fleet.LeaderFence) resourcelock.Interface {
+func lockOf(f *memberwork.LeaderFence) resourcelock.Interface {
 	if f == nil {
 		return nil
 	}

@@ -43,6 +43,7 @@ import (
 	"github.com/urutau-io/fleet/internal/inventory/clusterprofile"
 	"github.com/urutau-io/fleet/internal/membercache"
 	"github.com/urutau-io/fleet/internal/members"
+	"github.com/urutau-io/fleet/internal/memberwork"
 	"github.com/urutau-io/fleet/internal/version"
 	internalwebhook "github.com/urutau-io/fleet/internal/webhook"
 )
@@ -160,7 +161,7 @@ func setup(ctx context.Context, o options, cfg *rest.Config) (mcmanager.Manager,
 	refusals := &inventory.Refusals{}
 	provider, setupProvider := newProvider(o, memberOptions, restOptions, refusals)
 
-	var leader *fleet.LeaderFence
+	var leader *memberwork.LeaderFence
 	if o.leaderElect {
 		if leader, err = leaderLock(cfg, scheme, o.providerNamespace); err != nil {
 			return nil, err

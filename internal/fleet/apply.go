@@ -2,7 +2,6 @@ package fleet
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 	"github.com/urutau-io/fleet/internal/coordinator"
 	"github.com/urutau-io/fleet/internal/inventory"
 	"github.com/urutau-io/fleet/internal/members"
+	"github.com/urutau-io/fleet/internal/memberwork"
 	"github.com/urutau-io/fleet/internal/placement"
 	"github.com/urutau-io/fleet/internal/spec"
 	"github.com/urutau-io/fleet/internal/ssa"
@@ -27,13 +27,13 @@ const AnnotationKEDAPrometheusAddress = inventory.KEDAPrometheusAddressKey
 // applyAll applies the pipeline to every member the placement lets it run on, concurrently, each
 // on its own: a member that is down, slow or backing off after an error is reported as it is and
 // not waited for, and the others go on (isolation).
-func (r *CoordinatorReconciler) applyAll(ctx context.Context, p *urutauv1alpha1.CDCPipeline, w *world, pl *placed) map[string]memberResult {
+func (r *CoordinatorReconciler) applyAll(ctx context.Context, p *urutauv1alpha1.CDCPipeline, w *world, pl *placed) map[string]memberwork.Result {
 	key := client.ObjectKeyFromObject(p)
-	done, late := members.FanOut(ctx, r.fanOutOptions(members.PipelineWakeKey(p), "apply"), pl.decision.Run, func(ctx context.Context, m string) memberResult {
+	done, late := members.FanOut(ctx, r.fanOutOptions(members.PipelineWakeKey(p), "apply"), pl.decision.Run, func(ctx context.Context, m string) memberwork.Result {
 		return r.applyOn(ctx, p, w, pl, m)
-	}, func(m string, err error) memberResult {
-		res := memberResult{obs: status.MemberObservation{Name: m}}
-		res.fail(err)
+	}, func(m string, err error) memberwork.Result {
+		res := memberwork.Result{Obs: status.MemberObservation{Name: m}}
+		res.Fail(err)
 		return res
 	})
 	for _, m := range late {
@@ -43,9 +43,9 @@ func (r *CoordinatorReconciler) applyAll(ctx context.Context, p *urutauv1alpha1.
 	for m, res := range done {
 		k := members.WorkKey{Pipeline: key, Member: m}
 		switch {
-		case res.backingOff:
-		case res.err != nil:
-			res.retryIn = r.backoff.Failed(k, res.obs, now)
+		case res.BackingOff:
+		case res.Err != nil:
+			res.RetryIn = r.backoff.Failed(k, res.Obs, now)
 			done[m] = res
 		default:
 			r.backoff.Succeeded(k)
@@ -54,18 +54,18 @@ func (r *CoordinatorReconciler) applyAll(ctx context.Context, p *urutauv1alpha1.
 	return done
 }
 
-// applyOn is the work on one member: skipped while it is down or backing off, else an applyJob.
-func (r *CoordinatorReconciler) applyOn(ctx context.Context, p *urutauv1alpha1.CDCPipeline, w *world, pl *placed, m string) memberResult {
+// applyOn is the work on one member: skipped while it is down or backing off, else a memberwork.ApplyJob.
+func (r *CoordinatorReconciler) applyOn(ctx context.Context, p *urutauv1alpha1.CDCPipeline, w *world, pl *placed, m string) memberwork.Result {
 	if d := w.denied[m]; d != nil {
-		return denied(m, w.ids[m], d)
+		return memberwork.Denied(m, w.ids[m], d)
 	}
 	if obs, left, waiting := r.backoff.Waiting(members.WorkKey{Pipeline: client.ObjectKeyFromObject(p), Member: m}, time.Now()); waiting {
-		return memberResult{obs: obs, backingOff: true, retryIn: left}
+		return memberwork.Result{Obs: obs, BackingOff: true, RetryIn: left}
 	}
 	if down, msg := r.members.Down(m); down {
-		res := memberResult{obs: status.MemberObservation{Name: m, ClusterID: w.ids[m]}}
-		res.fail(fmt.Errorf("cluster %q %w: %s", m, members.ErrDown, msg))
-		res.obs.Message, res.eventMessage = msg, msg
+		res := memberwork.Result{Obs: status.MemberObservation{Name: m, ClusterID: w.ids[m]}}
+		res.Fail(fmt.Errorf("cluster %q %w: %s", m, members.ErrDown, msg))
+		res.Obs.Message, res.EventMessage = msg, msg
 		return res
 	}
 	c, err := r.members.Conn(ctx, m)
@@ -73,29 +73,29 @@ func (r *CoordinatorReconciler) applyOn(ctx context.Context, p *urutauv1alpha1.C
 		err = r.members.SameCluster(ctx, c, w.ids[m])
 	}
 	if err != nil {
-		res := memberResult{obs: status.MemberObservation{Name: m, ClusterID: w.ids[m]}}
-		res.fail(err)
+		res := memberwork.Result{Obs: status.MemberObservation{Name: m, ClusterID: w.ids[m]}}
+		res.Fail(err)
 		return res
 	}
-	job := &applyJob{
-		p: p, conn: c, id: w.ids[m], settings: r.settingsFor(p, w.inventory[m], w.inline),
-		manager: ssa.FieldManagerFor(r.FieldManager, m), applier: &r.applier,
-		crossed:  func() { r.lookAgain.Store(client.ObjectKeyFromObject(p), true) },
-		boundary: w.boundary, hubNS: w.hubNS, member: w.inventory[m], leaseWritten: pl.wrote, leader: r.Leader,
-		cacheMayLag: r.Liveness.CacheMayLag(r.members.Host(m), time.Now()),
-		guard:       guardAdoption(p),
+	job := &memberwork.ApplyJob{
+		Pipeline: p, Conn: c, ClusterID: w.ids[m], Settings: r.settingsFor(p, w.inventory[m], w.inline),
+		Manager: ssa.FieldManagerFor(r.FieldManager, m), Applier: &r.applier,
+		Crossed:  func() { r.lookAgain.Store(client.ObjectKeyFromObject(p), true) },
+		Boundary: w.boundary, HubNS: w.hubNS, Member: w.inventory[m], LeaseWritten: pl.wrote, Leader: r.Leader,
+		CacheMayLag: r.Liveness.CacheMayLag(r.members.Host(m), time.Now()),
+		Guard:       memberwork.GuardAdoption(p),
 	}
-	job.mayCreateCoordinator = func(ctx context.Context) error {
+	job.MayCreateCoordinator = func(ctx context.Context) error {
 		if err := r.stillCurrent(ctx, p); err != nil || pl.wrote {
 			return err
 		}
 		return r.leases.MayCreateCoordinator(ctx, w.leaseName, p.UID, m, w.ids[m])
 	}
-	res := job.run(ctx)
-	if res.timedOut {
+	res := job.Run(ctx)
+	if res.TimedOut {
 		msg := r.markTimedOut(m)
 		ctrl.LoggerFrom(ctx).Info("cluster did not answer in time: marked down")
-		res.obs.Message, res.eventMessage = msg, msg
+		res.Obs.Message, res.EventMessage = msg, msg
 	}
 	return res
 }
@@ -121,12 +121,12 @@ func (r *CoordinatorReconciler) settingsFor(p *urutauv1alpha1.CDCPipeline, m inv
 // lateMember is what a reconcile reports for member m when it stopped waiting for its work there
 // (members.FanOut): it does not answer. The message is the same every time, so a member that stays hung
 // makes one transition in the status, not one per reconcile.
-func lateMember(p *urutauv1alpha1.CDCPipeline, m, id string) memberResult {
+func lateMember(p *urutauv1alpha1.CDCPipeline, m, id string) memberwork.Result {
 	msg := fmt.Sprintf("cluster %q does not answer its requests; the hub goes on with the other clusters and tries it again when it answers", m)
-	res := memberResult{unreachable: true, obs: status.MemberObservation{Name: m, ClusterID: id, Phase: urutauv1alpha1.ClusterUnreachable, Message: msg}}
+	res := memberwork.Result{Unreachable: true, Obs: status.MemberObservation{Name: m, ClusterID: id, Phase: urutauv1alpha1.ClusterUnreachable, Message: msg}}
 	for _, c := range p.Status.Clusters {
 		if c.Name == m {
-			res.obs.ReadyReplicas = c.CoordinatorReadyReplicas
+			res.Obs.ReadyReplicas = c.CoordinatorReadyReplicas
 		}
 	}
 	return res
@@ -142,9 +142,6 @@ func (r *CoordinatorReconciler) markTimedOut(member string) string {
 	return msg
 }
 
-// errSuperseded is an apply whose decision a newer change of the pipeline overtook.
-var errSuperseded = errors.New("the pipeline changed since this reconcile placed it")
-
 // stillCurrent confirms, with a quorum read, that p is still the pipeline as this reconcile read
 // it (same UID and generation, not being deleted) before a coordinator StatefulSet is created:
 // that creation starts a reader, and an apply still running after the placement moved away from
@@ -155,15 +152,15 @@ func (r *CoordinatorReconciler) stillCurrent(ctx context.Context, p *urutauv1alp
 	err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(p), got)
 	switch {
 	case apierrors.IsNotFound(err):
-		return fmt.Errorf("%w: it is gone", errSuperseded)
+		return fmt.Errorf("%w: it is gone", memberwork.ErrSuperseded)
 	case err != nil:
 		return fmt.Errorf("confirming CDCPipeline %s/%s before starting its coordinator: %w", p.Namespace, p.Name, err)
 	case got.UID != p.UID:
-		return fmt.Errorf("%w: it was re-created", errSuperseded)
+		return fmt.Errorf("%w: it was re-created", memberwork.ErrSuperseded)
 	case got.DeletionTimestamp != nil:
-		return fmt.Errorf("%w: it is being deleted", errSuperseded)
+		return fmt.Errorf("%w: it is being deleted", memberwork.ErrSuperseded)
 	case got.Generation != p.Generation:
-		return fmt.Errorf("%w: generation %d is now %d", errSuperseded, p.Generation, got.Generation)
+		return fmt.Errorf("%w: generation %d is now %d", memberwork.ErrSuperseded, p.Generation, got.Generation)
 	}
 	return nil
 }

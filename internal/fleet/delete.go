@@ -15,6 +15,7 @@ import (
 	"github.com/urutau-io/fleet/internal/inventory"
 	"github.com/urutau-io/fleet/internal/lease"
 	"github.com/urutau-io/fleet/internal/members"
+	"github.com/urutau-io/fleet/internal/memberwork"
 	"github.com/urutau-io/fleet/internal/status"
 )
 
@@ -62,7 +63,7 @@ func (r *CoordinatorReconciler) reconcileDelete(ctx context.Context, p *urutauv1
 // release empties the members lease l records for the deleted pipeline p, and records what is
 // left. It returns the entries left.
 func (r *CoordinatorReconciler) release(ctx context.Context, p *urutauv1alpha1.CDCPipeline, l *urutauv1alpha1.ReaderLease, registered []inventory.Member, expired bool) ([]urutauv1alpha1.LeaseMember, error) {
-	states := cleanEntries(ctx, &r.members, r.fanOutOptions(members.PipelineWakeKey(p), "clean"), ownEntries(l, p.UID), registered, r.markTimedOut, r.ControllerPatience)
+	states := memberwork.CleanEntries(ctx, &r.members, r.fanOutOptions(members.PipelineWakeKey(p), "clean"), ownEntries(l, p.UID), registered, r.markTimedOut, r.ControllerPatience)
 	d := lease.PlanRelease(lease.ReleaseInput{
 		Self: p.UID, Current: l, Observed: states, Expired: expired, Now: metav1.Now().Rfc3339Copy(),
 		Reason: fmt.Sprintf("CDCPipeline %s/%s was deleted while this cluster could not be emptied within %s", p.Namespace, p.Name, r.TombstoneGrace),

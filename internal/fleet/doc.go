@@ -15,7 +15,7 @@
 //	observe          observe.go     inventory, placement, member identities, the reader lease
 //	gate             gate.go        terminated, invalid or source-changed: status only, no member write
 //	place            place.go       clean departed members, lease.Plan (internal/lease), write the lease
-//	applyAll         apply.go       the applies, concurrently, one applyJob per member
+//	applyAll         apply.go       the applies, concurrently, one memberwork.ApplyJob per member
 //	report           report.go      status (internal/status), events (events.go), requeue
 //
 // The phases set the status in memory; reconcile writes it once, at the end, when it changed.
@@ -28,8 +28,8 @@
 //
 //   - One reader per source identity (internal/lease): a ReaderLease per identity,
 //     written with optimistic concurrency before a coordinator starts anywhere; an entry leaves
-//     Active only when its member answered that no reader pod is left (member_clean.go counts
-//     pods, terminating ones included) or a person confirmed it gone. Creating a coordinator
+//     Active only when its member answered that no reader pod is left (internal/memberwork
+//     counts pods, terminating ones included) or a person confirmed it gone. Creating a coordinator
 //     StatefulSet without having written the lease in the same reconcile takes a quorum read
 //     first (lease.Store.MayCreateCoordinator), and every creation first confirms, with a quorum
 //     read, that no newer change of the pipeline overtook the apply (stillCurrent).

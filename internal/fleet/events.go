@@ -6,17 +6,18 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
+	"github.com/urutau-io/fleet/internal/memberwork"
 	"github.com/urutau-io/fleet/internal/status"
 )
 
 // Event reasons on the CDCPipeline. The first three are the single-cluster operator's.
 const (
-	EventInvalidSpec         = "InvalidSpec"
-	EventSecretNotReady      = "SecretNotReady"
-	EventInvalidSecret       = "InvalidSecret"
+	EventInvalidSpec         = memberwork.EventInvalidSpec
+	EventSecretNotReady      = memberwork.EventSecretNotReady
+	EventInvalidSecret       = memberwork.EventInvalidSecret
 	EventReady               = "Ready"
-	EventClusterUnreachable  = "ClusterUnreachable"
-	EventApplyFailed         = "ApplyFailed"
+	EventClusterUnreachable  = memberwork.EventClusterUnreachable
+	EventApplyFailed         = memberwork.EventApplyFailed
 	EventRemoved             = "RemovedFromCluster"
 	EventMoveBlocked         = "MoveBlocked"
 	EventTombstoned          = "Tombstoned"
@@ -38,15 +39,15 @@ const (
 // changes nothing a person reads (the applies of a rollout, say) shows in status.clusters[] and
 // the log, not as an event: events are writes to the hub too, and a pipeline's first placement
 // makes none (hack/bench counts them).
-func (r *CoordinatorReconciler) emitEvents(p, orig *urutauv1alpha1.CDCPipeline, results map[string]memberResult, pl *placed) {
+func (r *CoordinatorReconciler) emitEvents(p, orig *urutauv1alpha1.CDCPipeline, results map[string]memberwork.Result, pl *placed) {
 	prev := map[string]urutauv1alpha1.ClusterStatus{}
 	for _, c := range orig.Status.Clusters {
 		prev[c.Name] = c
 	}
 	for _, m := range sortedKeys(results) {
 		res := results[m]
-		if c, ok := prev[m]; res.eventReason != "" && (!ok || c.Phase != res.obs.Phase || c.Message != res.obs.Message) {
-			r.event(p, corev1.EventTypeWarning, res.eventReason, "Apply", "cluster %q: %s", m, res.eventMessage)
+		if c, ok := prev[m]; res.EventReason != "" && (!ok || c.Phase != res.Obs.Phase || c.Message != res.Obs.Message) {
+			r.event(p, corev1.EventTypeWarning, res.EventReason, "Apply", "cluster %q: %s", m, res.EventMessage)
 		}
 	}
 	if c := meta.FindStatusCondition(p.Status.Conditions, urutauv1alpha1.ConditionReady); c != nil && c.Status == metav1.ConditionTrue &&

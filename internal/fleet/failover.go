@@ -15,6 +15,7 @@ import (
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
 	"github.com/urutau-io/fleet/internal/inventory"
+	"github.com/urutau-io/fleet/internal/memberwork"
 	"github.com/urutau-io/fleet/internal/status"
 )
 
@@ -282,7 +283,7 @@ func failingOver(st *urutauv1alpha1.FailoverStatus) bool {
 
 // reportFailover sets status.failover and the FailingOver condition, emits the events of a move
 // and counts it. results are this reconcile's member results.
-func (r *CoordinatorReconciler) reportFailover(p, orig *urutauv1alpha1.CDCPipeline, w *world, results map[string]memberResult) {
+func (r *CoordinatorReconciler) reportFailover(p, orig *urutauv1alpha1.CDCPipeline, w *world, results map[string]memberwork.Result) {
 	if w.failover == nil {
 		p.Status.Failover = nil
 		meta.RemoveStatusCondition(&p.Status.Conditions, ConditionFailingOver)
@@ -290,7 +291,7 @@ func (r *CoordinatorReconciler) reportFailover(p, orig *urutauv1alpha1.CDCPipeli
 	}
 	now := metav1.Now().Rfc3339Copy()
 	target := w.failover.decision.Target
-	ready := target != "" && results[target].obs.Phase == urutauv1alpha1.ClusterReady
+	ready := target != "" && results[target].Obs.Phase == urutauv1alpha1.ClusterReady
 	p.Status.Failover = failoverStatus(orig.Status.Failover, w.failover, ready, now)
 	setFailingOverCondition(p, w.failover)
 	r.failoverEvents(p, orig.Status.Failover, orig.Status.Conditions, w.failover)

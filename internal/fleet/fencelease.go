@@ -21,6 +21,7 @@ import (
 	"github.com/urutau-io/fleet/internal/coordinator"
 	"github.com/urutau-io/fleet/internal/lease"
 	"github.com/urutau-io/fleet/internal/members"
+	"github.com/urutau-io/fleet/internal/memberwork"
 	"github.com/urutau-io/fleet/internal/ssa"
 )
 
@@ -352,7 +353,7 @@ type fenceInputs struct {
 // prepareFence stops the renewals of every member the pipeline left (before anything is decided
 // from them), tells which departed members the fence has drained (their bound passed) and until
 // when the others wait (in departed), and checks the pods of targets whose fence is not verified.
-func (r *CoordinatorReconciler) prepareFence(ctx context.Context, p *urutauv1alpha1.CDCPipeline, current *urutauv1alpha1.ReaderLease, targets map[string]string, departed map[lease.Key]departedResult) fenceInputs {
+func (r *CoordinatorReconciler) prepareFence(ctx context.Context, p *urutauv1alpha1.CDCPipeline, current *urutauv1alpha1.ReaderLease, targets map[string]string, departed map[lease.Key]memberwork.Departed) fenceInputs {
 	in := fenceInputs{verified: sets.New[string](), drained: map[lease.Key]string{}}
 	if p.Spec.Placement.Fenced {
 		in.fence = &urutauv1alpha1.LeaseMemberFence{BoundSeconds: int32(r.fence.cfg.bound() / time.Second)}
@@ -367,7 +368,7 @@ func (r *CoordinatorReconciler) prepareFence(ctx context.Context, p *urutauv1alp
 		}
 		r.fence.release(e)
 		d, ok := departed[lease.KeyOf(e)]
-		if !ok || d.state != lease.Unreachable || e.State != urutauv1alpha1.LeaseMemberActive || e.Fence == nil || !e.Fence.Verified {
+		if !ok || d.State != lease.Unreachable || e.State != urutauv1alpha1.LeaseMemberActive || e.Fence == nil || !e.Fence.Verified {
 			continue
 		}
 		at, ok := r.fence.drainedAt(e)
@@ -376,7 +377,7 @@ func (r *CoordinatorReconciler) prepareFence(ctx context.Context, p *urutauv1alp
 		case !now.Before(at):
 			in.drained[lease.KeyOf(e)] = fmt.Sprintf("fenced: the hub stopped renewing its fence Lease, and the fence's bound (%ds) plus %s has passed since the last renewal that may have been written: no coordinator of the pipeline runs there", e.Fence.BoundSeconds, r.fence.cfg.margin)
 		default:
-			d.fencedUntil = at
+			d.FencedUntil = at
 			departed[lease.KeyOf(e)] = d
 		}
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/urutau-io/fleet/internal/inventory"
 	"github.com/urutau-io/fleet/internal/lease"
 	"github.com/urutau-io/fleet/internal/members"
+	"github.com/urutau-io/fleet/internal/memberwork"
 )
 
 // LeaseReconciler replays tombstones: the entries a ReaderLease keeps for pipelines that are gone
@@ -72,7 +73,7 @@ func (r *LeaseReconciler) Reconcile(ctx context.Context, req mcreconcile.Request
 			busy = true
 			continue
 		}
-		states := cleanEntries(ctx, r.members, r.options(types.NamespacedName{Namespace: req.Namespace, Name: req.Name}), ownEntries(next, uid), registered, r.timedOut, r.patience)
+		states := memberwork.CleanEntries(ctx, r.members, r.options(types.NamespacedName{Namespace: req.Namespace, Name: req.Name}), ownEntries(next, uid), registered, r.timedOut, r.patience)
 		r.reportReplayed(next, uid, states)
 		d := lease.PlanRelease(lease.ReleaseInput{Self: uid, Current: next, Observed: states, Now: metav1.Now().Rfc3339Copy()})
 		if d.Delete {

@@ -5,6 +5,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/urutau-io/fleet/internal/members"
+	"github.com/urutau-io/fleet/internal/memberwork"
 )
 
 // Metrics, registered with controller-runtime's registry so the manager serves them. The member
@@ -17,15 +18,6 @@ import (
 const memberLabel = members.Label
 
 var (
-	memberDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name:    "urutau_fleet_member_reconcile_duration_seconds",
-		Help:    "Time spent on one member in one reconcile (apply or cleanup), by member.",
-		Buckets: []float64{.01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
-	}, []string{memberLabel})
-	memberErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "urutau_fleet_member_errors_total",
-		Help: "Member reconciles that failed, by member and kind of failure (unreachable, error).",
-	}, []string{memberLabel, "reason"})
 	tombstonesWritten = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "urutau_fleet_tombstones_written_total",
 		Help: "Tombstones recorded: entries of deleted pipelines kept in a ReaderLease because a member could not be emptied in time.",
@@ -67,17 +59,18 @@ type deleterByLabels interface {
 
 // memberMetrics are the vectors with a cluster label, dropped for a member that leaves.
 var memberMetrics = []deleterByLabels{
-	memberDuration, memberErrors, memberHeld, memberPipelines, orphans, strayPodsDeleted,
+	memberHeld, memberPipelines, orphans, strayPodsDeleted,
 }
 
 // forgetMemberSeries deletes every series of member in memberMetrics.
 func forgetMemberSeries(member string) {
+	memberwork.ForgetMemberSeries(member)
 	for _, v := range memberMetrics {
 		v.DeletePartialMatch(prometheus.Labels{memberLabel: member})
 	}
 }
 
 func init() {
-	metrics.Registry.MustRegister(memberDuration, memberErrors, tombstonesWritten,
+	metrics.Registry.MustRegister(tombstonesWritten,
 		memberHeld, memberPipelines, orphans, tombstonesPending, leaseWaits, pipelinesByReady, strayPodsDeleted)
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/urutau-io/fleet/internal/lease"
 	"github.com/urutau-io/fleet/internal/membercache"
 	"github.com/urutau-io/fleet/internal/members"
+	"github.com/urutau-io/fleet/internal/memberwork"
 )
 
 // orphanScanner finds, in each member, what the hub's records do not account for there:
@@ -312,14 +313,14 @@ func (o *orphanScanner) report(ctx context.Context, m inventory.Member, c *membe
 		return
 	}
 	e := urutauv1alpha1.LeaseMember{PipelineUID: g.uid, PipelineName: g.name, Namespace: g.namespace}
-	res, err := cleanupMember(ctx, c.Live, c.Cached, e, o.patience)
+	res, err := memberwork.CleanupMember(ctx, c.Live, c.Cached, e, o.patience)
 	if err != nil {
 		log.Info("deleting orphans failed", "error", err.Error())
 		return
 	}
-	log.Info("orphans deleted", "deleted", res.deleted, "scaledToZero", res.scaled)
+	log.Info("orphans deleted", "deleted", res.Deleted, "scaledToZero", res.Scaled)
 	o.recorder.Eventf(entry, nil, corev1.EventTypeNormal, EventOrphansDeleted, "Scan",
-		"deleted %d orphaned object(s) of pipeline %s/%s (uid %s) in cluster %q%s", res.deleted, g.namespace, g.name, g.uid, m.Name, scaledNote(res.scaled))
+		"deleted %d orphaned object(s) of pipeline %s/%s (uid %s) in cluster %q%s", res.Deleted, g.namespace, g.name, g.uid, m.Name, scaledNote(res.Scaled))
 }
 
 // scaledNote tells of coordinator StatefulSets a pass scaled to zero rather than deleted.

@@ -14,6 +14,7 @@ import (
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
 	"github.com/urutau-io/fleet/internal/lease"
 	"github.com/urutau-io/fleet/internal/members"
+	"github.com/urutau-io/fleet/internal/memberwork"
 )
 
 // placed is what one reconcile decided: where the pipeline runs now under its reader lease,
@@ -25,7 +26,7 @@ type placed struct {
 	// wrote: this reconcile wrote the lease, so its decision stands on a fresh read.
 	wrote bool
 	// departed is what cleaning each entry of the pipeline it no longer runs on found.
-	departed map[lease.Key]departedResult
+	departed map[lease.Key]memberwork.Departed
 	// deregistered are departed members that left the cluster inventory.
 	deregistered []string
 }
@@ -41,8 +42,8 @@ func (r *CoordinatorReconciler) place(ctx context.Context, p *urutauv1alpha1.CDC
 	confirmed := ConfirmedGone(p).Union(w.accepted)
 	observed := map[lease.Key]lease.State{}
 	for k, d := range pl.departed {
-		observed[k] = d.state
-		if _, registered := w.inventory[k.Cluster]; d.state == lease.Unreachable && !registered {
+		observed[k] = d.State
+		if _, registered := w.inventory[k.Cluster]; d.State == lease.Unreachable && !registered {
 			pl.deregistered = append(pl.deregistered, k.Cluster)
 		}
 	}
@@ -106,26 +107,26 @@ func departedEntries(l *urutauv1alpha1.ReaderLease, uid types.UID, targets map[s
 // cleanDeparted empties, concurrently, every member an entry of the pipeline names that it no
 // longer runs on, and says what each holds. A member the hub cannot reach as the cluster the
 // entry names (it left the inventory, or its entry points at another cluster now) is not asked.
-func (r *CoordinatorReconciler) cleanDeparted(ctx context.Context, p *urutauv1alpha1.CDCPipeline, w *world, entries []urutauv1alpha1.LeaseMember) map[lease.Key]departedResult {
-	out := map[lease.Key]departedResult{}
+func (r *CoordinatorReconciler) cleanDeparted(ctx context.Context, p *urutauv1alpha1.CDCPipeline, w *world, entries []urutauv1alpha1.LeaseMember) map[lease.Key]memberwork.Departed {
+	out := map[lease.Key]memberwork.Departed{}
 	reachable := map[string]urutauv1alpha1.LeaseMember{}
 	for _, e := range entries {
 		if why := r.unreachableEntry(e, w); why != "" {
-			out[lease.KeyOf(e)] = departedResult{state: lease.Unreachable, message: why}
+			out[lease.KeyOf(e)] = memberwork.Departed{State: lease.Unreachable, Message: why}
 			continue
 		}
 		reachable[e.Cluster] = e
 	}
-	done, late := members.FanOut(ctx, r.fanOutOptions(members.PipelineWakeKey(p), "clean"), sortedKeys(reachable), func(ctx context.Context, m string) departedResult {
+	done, late := members.FanOut(ctx, r.fanOutOptions(members.PipelineWakeKey(p), "clean"), sortedKeys(reachable), func(ctx context.Context, m string) memberwork.Departed {
 		return r.cleanOn(ctx, m, reachable[m])
-	}, func(_ string, err error) departedResult {
-		return departedResult{state: lease.Holding, failed: true, message: err.Error()}
+	}, func(_ string, err error) memberwork.Departed {
+		return memberwork.Departed{State: lease.Holding, Failed: true, Message: err.Error()}
 	})
 	for m, d := range done {
 		out[lease.KeyOf(reachable[m])] = d
 	}
 	for _, m := range late {
-		out[lease.KeyOf(reachable[m])] = departedResult{state: lease.Holding, failed: true, message: fmt.Sprintf("removing: waiting for cluster %q to answer", m)}
+		out[lease.KeyOf(reachable[m])] = memberwork.Departed{State: lease.Holding, Failed: true, Message: fmt.Sprintf("removing: waiting for cluster %q to answer", m)}
 	}
 	return out
 }
@@ -145,18 +146,18 @@ func (r *CoordinatorReconciler) unreachableEntry(e urutauv1alpha1.LeaseMember, w
 	return ""
 }
 
-// cleanOn runs a cleanJob on member, unless it is slow; a timeout marks it down.
-func (r *CoordinatorReconciler) cleanOn(ctx context.Context, member string, e urutauv1alpha1.LeaseMember) departedResult {
+// cleanOn runs a memberwork.CleanJob on member, unless it is slow; a timeout marks it down.
+func (r *CoordinatorReconciler) cleanOn(ctx context.Context, member string, e urutauv1alpha1.LeaseMember) memberwork.Departed {
 	c, err := r.members.Conn(ctx, member)
 	if err == nil {
 		err = r.members.SameCluster(ctx, c, e.ClusterID)
 	}
 	if err != nil {
-		return departedResult{state: lease.Unreachable, message: err.Error()}
+		return memberwork.Departed{State: lease.Unreachable, Message: err.Error()}
 	}
-	d := (&cleanJob{conn: c, entry: e, liveness: r.Liveness, patience: r.ControllerPatience}).run(ctx)
-	if d.timedOut {
-		d.message = r.markTimedOut(member)
+	d := (&memberwork.CleanJob{Conn: c, Entry: e, Liveness: r.Liveness, Patience: r.ControllerPatience}).Run(ctx)
+	if d.TimedOut {
+		d.Message = r.markTimedOut(member)
 	}
 	return d
 }

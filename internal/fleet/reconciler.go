@@ -24,6 +24,7 @@ import (
 	"github.com/urutau-io/fleet/internal/inventory"
 	"github.com/urutau-io/fleet/internal/lease"
 	"github.com/urutau-io/fleet/internal/members"
+	"github.com/urutau-io/fleet/internal/memberwork"
 	"github.com/urutau-io/fleet/internal/ssa"
 	"github.com/urutau-io/fleet/internal/status"
 	"github.com/urutau-io/fleet/internal/tenancy"
@@ -42,8 +43,8 @@ const (
 	// before leaving a tombstone (its ReaderLease entry) and letting the CR go.
 	DefaultTombstoneGrace = 2 * time.Minute
 	// DefaultControllerPatience bounds the wait for a member's StatefulSet controller to see a
-	// coordinator scaled to zero before the hub deletes it (scaledDown).
-	DefaultControllerPatience = 2 * time.Minute
+	// coordinator scaled to zero before the hub deletes it (memberwork.CleanupMember).
+	DefaultControllerPatience = memberwork.DefaultControllerPatience
 	// DefaultRetryInterval retries missing Secrets and members that do not answer.
 	DefaultRetryInterval = 30 * time.Second
 	// DefaultWaitInterval polls a departed member until its reader pods are gone.
@@ -62,7 +63,7 @@ const (
 // coordinator workload applied there. Its public shape is the single-cluster operator's
 // (Image, Recorder, FieldManager, KEDA settings, Reconcile, SetupWithManager,
 // SetupWebhookWithManager), plus what a fleet needs. One reconcile is a short list of phases
-// (Reconcile); the work on each member is its own type (applyJob, cleanJob).
+// (Reconcile); the work on each member is its own type (memberwork.ApplyJob, memberwork.CleanJob).
 type CoordinatorReconciler struct {
 	// Client reads and writes the hub. Defaults to the local manager's client.
 	Client client.Client
@@ -136,7 +137,7 @@ type CoordinatorReconciler struct {
 	Liveness *members.Liveness
 	// Leader is the leader-election lock (LeaderFence) when the hub runs with leader election:
 	// no member is written by a replica whose lease may have passed to another.
-	Leader *LeaderFence
+	Leader *memberwork.LeaderFence
 
 	// FenceImage holds the fence binary (/fence): the hub's own image (--fence-image). Fenced
 	// placements wait, stalled, while it is empty.

@@ -13,20 +13,21 @@ import (
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
 	"github.com/urutau-io/fleet/internal/lease"
 	"github.com/urutau-io/fleet/internal/members"
+	"github.com/urutau-io/fleet/internal/memberwork"
 	"github.com/urutau-io/fleet/internal/status"
 	"github.com/urutau-io/fleet/internal/tenancy"
 )
 
 // report sets what the reconcile found in the status, emits the events of what changed, and
 // says when to look again.
-func (r *CoordinatorReconciler) report(ctx context.Context, p *urutauv1alpha1.CDCPipeline, w *world, pl *placed, results map[string]memberResult) ctrl.Result {
+func (r *CoordinatorReconciler) report(ctx context.Context, p *urutauv1alpha1.CDCPipeline, w *world, pl *placed, results map[string]memberwork.Result) ctrl.Result {
 	obs := observation(p, w, pl, results)
 	orig := p.DeepCopy()
 	p.Status = status.Compute(p.Status, obs)
 	r.reportFailover(p, orig, w, results)
 	for m, d := range w.denied {
 		if _, ok := results[m]; !ok {
-			results[m] = denied(m, w.ids[m], d)
+			results[m] = memberwork.Denied(m, w.ids[m], d)
 		}
 	}
 	r.emitEvents(p, orig, results, pl)
@@ -38,7 +39,7 @@ func (r *CoordinatorReconciler) report(ctx context.Context, p *urutauv1alpha1.CD
 }
 
 // observation gathers what the status is computed from.
-func observation(p *urutauv1alpha1.CDCPipeline, w *world, pl *placed, results map[string]memberResult) status.Observation {
+func observation(p *urutauv1alpha1.CDCPipeline, w *world, pl *placed, results map[string]memberwork.Result) status.Observation {
 	d := pl.decision
 	obs := status.Observation{
 		Generation: p.Generation, Now: status.Now(), Selected: w.selected, Unknown: w.unknown,
@@ -48,7 +49,7 @@ func observation(p *urutauv1alpha1.CDCPipeline, w *world, pl *placed, results ma
 	}
 	shown := sets.New[string]()
 	for _, m := range d.Run {
-		obs.Members = append(obs.Members, results[m].obs)
+		obs.Members = append(obs.Members, results[m].Obs)
 		shown.Insert(m)
 	}
 	for _, m := range d.Wait {
@@ -63,7 +64,7 @@ func observation(p *urutauv1alpha1.CDCPipeline, w *world, pl *placed, results ma
 		}
 	}
 	for _, m := range sortedKeys(w.denied) {
-		show(denied(m, w.ids[m], w.denied[m]).obs)
+		show(memberwork.Denied(m, w.ids[m], w.denied[m]).Obs)
 	}
 	for _, m := range sortedKeys(w.refused) {
 		show(status.MemberObservation{Name: m, ClusterID: w.ids[m], Phase: urutauv1alpha1.ClusterPending, Message: w.refused[m]})
@@ -94,22 +95,22 @@ func observation(p *urutauv1alpha1.CDCPipeline, w *world, pl *placed, results ma
 }
 
 // departedObservation is how a member the pipeline left shows, and what it holds back.
-func departedObservation(e urutauv1alpha1.LeaseMember, d departedResult, obs *status.Observation) status.MemberObservation {
-	m := status.MemberObservation{Name: e.Cluster, ClusterID: e.ClusterID, Phase: urutauv1alpha1.ClusterDeleting, Message: d.message}
+func departedObservation(e urutauv1alpha1.LeaseMember, d memberwork.Departed, obs *status.Observation) status.MemberObservation {
+	m := status.MemberObservation{Name: e.Cluster, ClusterID: e.ClusterID, Phase: urutauv1alpha1.ClusterDeleting, Message: d.Message}
 	switch {
 	case e.State == urutauv1alpha1.LeaseMemberGone:
 		m.Message = "confirmed gone: emptied if it ever answers again"
-	case d.state == lease.Unreachable && slicesContains(obs.Deregistered, e.Cluster):
+	case d.State == lease.Unreachable && slicesContains(obs.Deregistered, e.Cluster):
 		m.Phase = urutauv1alpha1.ClusterOrphaned
-	case d.state == lease.Unreachable && !d.fencedUntil.IsZero():
+	case d.State == lease.Unreachable && !d.FencedUntil.IsZero():
 		m.Phase = urutauv1alpha1.ClusterUnreachable
 		m.Message = fmt.Sprintf("no longer placed here and does not answer; its coordinator is fenced and stops by itself: the move completes at about %s without a person (%s)",
-			d.fencedUntil.UTC().Truncate(time.Second).Format(time.RFC3339), d.message)
-	case d.state == lease.Unreachable:
+			d.FencedUntil.UTC().Truncate(time.Second).Format(time.RFC3339), d.Message)
+	case d.State == lease.Unreachable:
 		m.Phase = urutauv1alpha1.ClusterUnreachable
-		m.Message = "no longer placed here, but the coordinator cannot be removed: " + d.message
+		m.Message = "no longer placed here, but the coordinator cannot be removed: " + d.Message
 	}
-	if d.state == lease.Unreachable && e.State == urutauv1alpha1.LeaseMemberActive && len(obs.Waiting) > 0 && d.fencedUntil.IsZero() {
+	if d.State == lease.Unreachable && e.State == urutauv1alpha1.LeaseMemberActive && len(obs.Waiting) > 0 && d.FencedUntil.IsZero() {
 		obs.BlockedBy = appendUnique(obs.BlockedBy, e.Cluster)
 	} else if e.State != urutauv1alpha1.LeaseMemberGone {
 		obs.Removing = appendUnique(obs.Removing, e.Cluster)
@@ -118,9 +119,9 @@ func departedObservation(e urutauv1alpha1.LeaseMember, d departedResult, obs *st
 }
 
 // firstTerminal is the first member's termination, stamped for this generation.
-func firstTerminal(p *urutauv1alpha1.CDCPipeline, run []string, results map[string]memberResult) *urutauv1alpha1.Terminated {
+func firstTerminal(p *urutauv1alpha1.CDCPipeline, run []string, results map[string]memberwork.Result) *urutauv1alpha1.Terminated {
 	for _, m := range run {
-		if t := results[m].terminal; t != nil {
+		if t := results[m].Terminal; t != nil {
 			out := t.DeepCopy()
 			out.At = nowRFC3339()
 			out.ObservedGeneration = p.Generation
@@ -133,7 +134,7 @@ func firstTerminal(p *urutauv1alpha1.CDCPipeline, run []string, results map[stri
 // nextLook is when to reconcile again without an event: soon while departed members drain, at
 // the retry interval while something outside the hub is awaited, at the earliest backoff of a
 // failing member; never while all is done (idle is quiet).
-func (r *CoordinatorReconciler) nextLook(p *urutauv1alpha1.CDCPipeline, w *world, obs status.Observation, pl *placed, results map[string]memberResult) time.Duration {
+func (r *CoordinatorReconciler) nextLook(p *urutauv1alpha1.CDCPipeline, w *world, obs status.Observation, pl *placed, results map[string]memberwork.Result) time.Duration {
 	var after time.Duration
 	soonest := func(d time.Duration) {
 		if d > 0 && (after == 0 || d < after) {
@@ -152,20 +153,20 @@ func (r *CoordinatorReconciler) nextLook(p *urutauv1alpha1.CDCPipeline, w *world
 	}
 	for _, d := range pl.departed {
 		switch {
-		case d.failed || d.state == lease.Draining:
+		case d.Failed || d.State == lease.Draining:
 			// A pass that failed (a member refusing, or too slow), or objects waiting on
 			// someone else's finalizer: nothing the hub does sooner helps, and a member that
 			// keeps failing must not cost its LISTs every WaitInterval.
 			soonest(r.RetryInterval)
-		case d.state == lease.Holding:
+		case d.State == lease.Holding:
 			// A member that answers and still holds a reader, an entry confirmed gone included
 			// (not in Removing), or a write it may still commit (fenceLateWrites): pods going
 			// away make no event the hub watches, and a move waits on them.
 			soonest(min(r.WaitInterval, r.RetryInterval))
 		}
-		if !d.fencedUntil.IsZero() {
+		if !d.FencedUntil.IsZero() {
 			// The fence's bound passes with no event: look then.
-			soonest(max(time.Until(d.fencedUntil), 0) + 100*time.Millisecond)
+			soonest(max(time.Until(d.FencedUntil), 0) + 100*time.Millisecond)
 		}
 	}
 	if fo := w.failover; fo != nil {
@@ -178,9 +179,9 @@ func (r *CoordinatorReconciler) nextLook(p *urutauv1alpha1.CDCPipeline, w *world
 	}
 	for _, res := range results {
 		switch {
-		case res.retryIn > 0:
-			soonest(res.retryIn)
-		case res.retry, res.unreachable:
+		case res.RetryIn > 0:
+			soonest(res.RetryIn)
+		case res.Retry, res.Unreachable:
 			soonest(r.RetryInterval)
 		}
 	}

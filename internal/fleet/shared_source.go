@@ -10,6 +10,7 @@ import (
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
 	"github.com/urutau-io/fleet/internal/members"
+	"github.com/urutau-io/fleet/internal/memberwork"
 	"github.com/urutau-io/fleet/internal/sourcedb"
 	"github.com/urutau-io/fleet/internal/status"
 )
@@ -74,7 +75,7 @@ func (r *CoordinatorReconciler) readEndpoint(ctx context.Context, p *urutauv1alp
 	}
 	s := &corev1.Secret{}
 	if err := c.Live.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: name}, s); err != nil {
-		return endpointResult{why: fmt.Sprintf("Secret %s/%s: %s", p.Namespace, name, errMessage(err))}
+		return endpointResult{why: fmt.Sprintf("Secret %s/%s: %s", p.Namespace, name, memberwork.ErrMessage(err))}
 	}
 	if s.Labels[urutauv1alpha1.LabelFleetSecret] != "true" {
 		return endpointResult{why: fmt.Sprintf("Secret %s/%s is not open to the fleet", p.Namespace, name)}

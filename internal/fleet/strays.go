@@ -17,6 +17,7 @@ import (
 	"github.com/urutau-io/fleet/internal/inventory"
 	"github.com/urutau-io/fleet/internal/lease"
 	"github.com/urutau-io/fleet/internal/members"
+	"github.com/urutau-io/fleet/internal/memberwork"
 	"github.com/urutau-io/fleet/internal/tenancy"
 )
 
@@ -149,11 +150,11 @@ func (o *orphanScanner) strayPods(ctx context.Context, member string, c *members
 // judgePod deletes pod when no StatefulSet controls it; placed is the UID of the pipeline an
 // Active entry runs there under the pod's name ("" when none).
 func (o *orphanScanner) judgePod(ctx context.Context, member string, c *members.Conn, pod *corev1.Pod, placed types.UID) {
-	owner, err := controllerOf(ctx, c.Live, pod)
-	if err != nil || owner.exists || owner.foreign {
+	owner, err := memberwork.ControllerOf(ctx, c.Live, pod)
+	if err != nil || owner.Exists || owner.Foreign {
 		return
 	}
-	if err := deleteStrayPod(ctx, c.Cached, pod); err != nil {
+	if err := memberwork.DeleteStrayPod(ctx, c.Cached, pod); err != nil {
 		ctrl.LoggerFrom(ctx).Info("deleting a stray reader pod failed", "cluster", member, "pod", client.ObjectKeyFromObject(pod).String(), "error", err.Error())
 		return
 	}

@@ -9,8 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
-	"github.com/urutau-io/fleet/internal/members"
-	"github.com/urutau-io/fleet/internal/status"
+	"github.com/urutau-io/fleet/internal/memberwork"
 )
 
 // A coordinator is created only by the reconcile of the pipeline as it still is: an apply that a
@@ -48,22 +47,8 @@ func TestStillCurrent(t *testing.T) {
 		c := b.Build()
 		r := &CoordinatorReconciler{Client: c, APIReader: c}
 		err := r.stillCurrent(t.Context(), read)
-		if got := errors.Is(err, errSuperseded); got != tc.superseded || (!tc.superseded && err != nil) {
+		if got := errors.Is(err, memberwork.ErrSuperseded); got != tc.superseded || (!tc.superseded && err != nil) {
 			t.Errorf("%s: stillCurrent = %v, want superseded %v", tc.name, err, tc.superseded)
 		}
-	}
-}
-
-// A superseded apply is neither a failure nor silent: the member waits for the newer reconcile,
-// which is asked for at once.
-func TestSupersededApplyLooksAgain(t *testing.T) {
-	asked := false
-	j := &applyJob{conn: &members.Conn{Name: "member-c"}, crossed: func() { asked = true }}
-	res := memberResult{obs: status.MemberObservation{Name: "member-c"}}
-	if j.boundaryAllows(&res, errors.Join(errSuperseded)) {
-		t.Fatal("a superseded apply went on")
-	}
-	if !asked || !res.retry || res.err != nil || res.obs.Phase != urutauv1alpha1.ClusterPending || res.eventReason != "" {
-		t.Fatalf("superseded apply: looked again %v, retry %v, err %v, phase %s, event %q", asked, res.retry, res.err, res.obs.Phase, res.eventReason)
 	}
 }

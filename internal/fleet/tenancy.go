@@ -4,28 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
-	"sync"
 
-	kedav1alpha1 "github.com/kedacore/keda/v2/apis/keda/v1alpha1"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/sets"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
-	"github.com/urutau-io/fleet/internal/adopt"
 	"github.com/urutau-io/fleet/internal/coordinator"
+	"github.com/urutau-io/fleet/internal/memberwork"
 	"github.com/urutau-io/fleet/internal/spec"
-	"github.com/urutau-io/fleet/internal/ssa"
-	"github.com/urutau-io/fleet/internal/status"
 	"github.com/urutau-io/fleet/internal/tenancy"
 )
 
@@ -38,10 +25,10 @@ import (
 // Events of the boundary and the adoption rules.
 const (
 	// EventPlacementDenied: the tenancy boundary refuses a member to the pipeline.
-	EventPlacementDenied = "PlacementDenied"
+	EventPlacementDenied = memberwork.EventPlacementDenied
 	// EventAdoptionConflict: an object of the pipeline's name exists in the member and is not
 	// the pipeline's: nothing is written there.
-	EventAdoptionConflict = "AdoptionConflict"
+	EventAdoptionConflict = memberwork.EventAdoptionConflict
 )
 
 // boundary reads what the tenancy boundary decides from: every PlacementPolicy and the
@@ -121,256 +108,4 @@ func workerNamesDenial(p *urutauv1alpha1.CDCPipeline, in *spec.Inline) error {
 		}
 	}
 	return nil
-}
-
-// denied is the result for member m that the boundary refuses: nothing is asked of it.
-func denied(m, id string, d *tenancy.Denial) memberResult {
-	res := memberResult{retry: true, obs: status.MemberObservation{Name: m, ClusterID: id, Phase: urutauv1alpha1.ClusterDegraded,
-		Message: "not allowed by the tenancy boundary (" + d.Reason + "): " + d.Message}}
-	res.eventReason, res.eventMessage = EventPlacementDenied, res.obs.Message
-	return res
-}
-
-// namespaceCheck is an applyJob's check of its member namespace, made before the job's first
-// write and only then (a reconcile that writes nothing asks the member nothing): the namespace
-// must be opened to the fleet and enforce Pod Security (or the admin allows it not to).
-type namespaceCheck struct {
-	once sync.Once
-	err  error
-}
-
-func (c *namespaceCheck) check(ctx context.Context, j *applyJob) error {
-	c.once.Do(func() {
-		ns := &corev1.Namespace{}
-		err := j.conn.Live.Get(ctx, client.ObjectKey{Name: j.p.Namespace}, ns)
-		switch {
-		case apierrors.IsNotFound(err), apierrors.IsForbidden(err):
-			c.err = j.boundary.CheckUnreadableNamespace(j.conn.Name, j.p.Namespace, apierrors.IsForbidden(err))
-		case err != nil:
-			c.err = fmt.Errorf("reading namespace %q in cluster %q: %w", j.p.Namespace, j.conn.Name, err)
-		default:
-			c.err = j.boundary.CheckMemberNamespace(j.conn.Name, ns)
-			if c.err == nil {
-				c.err = j.boundary.CheckMemberPodSecurity(j.hubNS, j.member, ns)
-			}
-		}
-	})
-	return c.err
-}
-
-// guardAdoption is an applyJob's check of an object that exists before the hub writes over it:
-// only this pipeline's objects, the single-cluster operator's of the same CR once that CR let go
-// of them (a migration), and objects handed over with urutau.io/adopt are written; anything else
-// is a conflict that names the object and its managers.
-func guardAdoption(p *urutauv1alpha1.CDCPipeline) func(kind string, existing client.Object) error {
-	pipeline := adopt.Pipeline{UID: p.UID, Namespace: p.Namespace, Name: p.Name}
-	return func(kind string, existing client.Object) error {
-		_, err := adopt.Decide(kind, existing, pipeline)
-		return err
-	}
-}
-
-// errSecretMissing is a Secret the pipeline references that does not exist in the member (yet).
-var errSecretMissing = errors.New("secret not found")
-
-// secretsOpen checks that every Secret the pipeline references in the member (spec.secrets.*, the
-// control plane TLS Secrets, the event log's) exists and is open to pipelines; read holds those
-// read already. A missing one holds the apply (errSecretMissing), optional ones too: a pod that
-// mounts a Secret created later would get it whatever its labels.
-func (j *applyJob) secretsOpen(ctx context.Context, read map[string]*corev1.Secret) error {
-	for _, ref := range tenancy.SecretRefs(&j.p.Spec) {
-		s, ok := read[ref.Name]
-		if !ok {
-			s = &corev1.Secret{}
-			if err := j.conn.Live.Get(ctx, client.ObjectKey{Namespace: j.p.Namespace, Name: ref.Name}, s); err != nil {
-				if apierrors.IsNotFound(err) {
-					return fmt.Errorf("%w: %s names Secret %s/%s, which does not exist in cluster %q: the coordinator starts once it exists and is open to the fleet (label %s=true)",
-						errSecretMissing, ref.Field, j.p.Namespace, ref.Name, j.conn.Name, urutauv1alpha1.LabelFleetSecret)
-				}
-				return fmt.Errorf("reading Secret %s/%s in cluster %q: %w", j.p.Namespace, ref.Name, j.conn.Name, err)
-			}
-		}
-		if err := tenancy.CheckSecret(j.conn.Name, ref, s); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// stopCoordinator scales the pipeline's coordinator in the member to zero, when it runs there: a
-// Secret it mounts is no longer open to it (closed, or replaced by one that never opted in), and
-// the kubelet would go on refreshing the mounted copy. It starts again once the Secret is open.
-func (j *applyJob) stopCoordinator(ctx context.Context, res *memberResult, w *coordinator.Workload) {
-	sts := &appsv1.StatefulSet{}
-	err := j.reader().Get(ctx, client.ObjectKey{Namespace: j.p.Namespace, Name: coordinator.CoordinatorName(j.p.Name)}, sts)
-	if err != nil || sts.Labels[urutauv1alpha1.LabelHubPipelineUID] != string(j.p.UID) || (sts.Spec.Replicas != nil && *sts.Spec.Replicas == 0) {
-		return
-	}
-	// Shallow copies: only replicas differs from what the renderer made.
-	stopped, spec := *w.StatefulSet, *w.StatefulSet.Spec
-	stopped.Spec = spec.WithReplicas(0)
-	req, err := ssa.StatefulSet(&stopped)
-	if err == nil {
-		err = j.apply(ctx, res, req, j.conn.Live)
-	}
-	if err != nil {
-		ctrl.LoggerFrom(ctx).Info("scaling the coordinator to zero failed", "error", err.Error())
-		return
-	}
-	res.obs.Message += "; its coordinator is scaled to zero until then"
-	res.eventMessage = res.obs.Message
-}
-
-// workerNamesFree refuses the Role, and so the whole apply, when a name it grants the coordinator
-// get and update on (a worker group's StatefulSet and Service, derived from the tables) is taken
-// by an object that is not this pipeline's worker: a table named after another team's
-// StatefulSet would hand that StatefulSet to the coordinator, and a ScaledObject would scale it.
-// A worker is the pipeline's when its labels say so, or a pod of its coordinator owns it.
-func (j *applyJob) workerNamesFree(ctx context.Context, w *coordinator.Workload) error {
-	names := grantedWorkerNames(w)
-	if err := notOwnCoordinator(names, j.p); err != nil {
-		return err
-	}
-	taken, err := j.namedObjects(ctx, names)
-	if err != nil {
-		return err
-	}
-	for _, name := range names {
-		for _, kind := range []string{"StatefulSet", "Service"} {
-			obj := taken[kind+"/"+name]
-			if obj == nil || workerOf(obj, j.p.Name) {
-				continue
-			}
-			return &adopt.Conflict{Object: fmt.Sprintf("%s %s/%s", kind, j.p.Namespace, name), Message: fmt.Sprintf(
-				"worker group name %q is taken by %s %s/%s, which is not a worker of this pipeline: the coordinator's Role would grant it get and update there, and KEDA would scale it; nothing was written. Rename the table's target, or the object",
-				name, kind, j.p.Namespace, name)}
-		}
-	}
-	return nil
-}
-
-// notOwnCoordinator refuses worker group names that are the pipeline's own coordinator's (a
-// table whose target is "coordinator"): its ScaledObject would scale the coordinator StatefulSet
-// to the table's worker count, and its Role would let the coordinator update itself: two or more
-// readers of one source. The name is free when the pipeline is first placed (the coordinator is
-// created in the same pass), so it cannot wait for the member to show it taken.
-func notOwnCoordinator(names []string, p *urutauv1alpha1.CDCPipeline) error {
-	own := coordinator.CoordinatorName(p.Name)
-	if !slices.Contains(names, own) {
-		return nil
-	}
-	return &adopt.Conflict{Object: fmt.Sprintf("StatefulSet %s/%s", p.Namespace, own), Message: fmt.Sprintf(
-		"worker group name %q is this pipeline's own coordinator's name (a table targets %q): its ScaledObject would scale the coordinator and start a second reader of the source; nothing was written. Rename the table's target",
-		own, strings.TrimPrefix(own, p.Name+"-"))}
-}
-
-// scalersOf refuses to create the coordinator StatefulSet name while a ScaledObject of the
-// member namespace targets it: KEDA would scale it past one pod, two readers of one source. Such
-// a ScaledObject is another pipeline's worker group whose name is this coordinator's (pipeline
-// "shop" with a table targeting "orders.coordinator" scales "shop-orders-coordinator"), or one
-// made by hand. It is read from the member itself, once, before the create: the hub caches no
-// ScaledObjects, and a cluster without KEDA has none.
-func (j *applyJob) scalersOf(ctx context.Context, name string) error {
-	// Unstructured: the hub's member clients know KEDA's kinds only as what they apply.
-	list := &unstructured.UnstructuredList{}
-	list.SetGroupVersionKind(kedav1alpha1.SchemeGroupVersion.WithKind("ScaledObjectList"))
-	err := j.conn.Live.List(ctx, list, client.InNamespace(j.p.Namespace))
-	switch {
-	case meta.IsNoMatchError(err), apierrors.IsNotFound(err):
-		return nil
-	case err != nil:
-		return fmt.Errorf("listing the ScaledObjects of namespace %q before creating the coordinator: %w", j.p.Namespace, err)
-	}
-	for _, so := range list.Items {
-		target, _, _ := unstructured.NestedString(so.Object, "spec", "scaleTargetRef", "name")
-		kind, _, _ := unstructured.NestedString(so.Object, "spec", "scaleTargetRef", "kind")
-		if target == name && (kind == "" || kind == "StatefulSet") {
-			return &adopt.Conflict{Object: fmt.Sprintf("ScaledObject %s/%s", so.GetNamespace(), so.GetName()), Message: fmt.Sprintf(
-				"ScaledObject %s/%s targets StatefulSet %s, the coordinator this pipeline would create: KEDA would scale it and start a second reader of the source; nothing was written. Remove the ScaledObject, or rename the table of the pipeline that made it",
-				so.GetNamespace(), so.GetName(), name)}
-		}
-	}
-	return nil
-}
-
-// namedObjects reads the StatefulSets and Services of the pipeline's namespace that bear one of
-// names, keyed "Kind/name": from the member's cache by name, or, while that may lag, with one
-// LIST per kind from the member itself. The names come from the tenant's tables: a pipeline with
-// many must not cost two requests each.
-func (j *applyJob) namedObjects(ctx context.Context, names []string) (map[string]client.Object, error) {
-	out := map[string]client.Object{}
-	if len(names) == 0 {
-		return out, nil
-	}
-	if j.cacheMayLag {
-		return out, j.listNamed(ctx, names, out)
-	}
-	for _, name := range names {
-		for _, obj := range []client.Object{&appsv1.StatefulSet{}, &corev1.Service{}} {
-			err := j.conn.Cached.Get(ctx, client.ObjectKey{Namespace: j.p.Namespace, Name: name}, obj)
-			switch {
-			case apierrors.IsNotFound(err):
-				continue
-			case err != nil:
-				return nil, fmt.Errorf("reading %s/%s in cluster %q: %w", j.p.Namespace, name, j.conn.Name, err)
-			}
-			out[kindName(obj)+"/"+name] = obj
-		}
-	}
-	return out, nil
-}
-
-// listNamed adds to out the StatefulSets and Services of the pipeline's namespace in the member
-// itself whose name is one of names: their metadata only, which is all workerOf reads.
-func (j *applyJob) listNamed(ctx context.Context, names []string, out map[string]client.Object) error {
-	want := sets.New(names...)
-	for _, gvk := range []schema.GroupVersionKind{appsv1.SchemeGroupVersion.WithKind("StatefulSetList"), corev1.SchemeGroupVersion.WithKind("ServiceList")} {
-		list := &metav1.PartialObjectMetadataList{}
-		list.SetGroupVersionKind(gvk)
-		if err := j.conn.Live.List(ctx, list, client.InNamespace(j.p.Namespace)); err != nil {
-			return fmt.Errorf("listing %ss in namespace %q of cluster %q: %w", strings.TrimSuffix(gvk.Kind, "List"), j.p.Namespace, j.conn.Name, err)
-		}
-		for i := range list.Items {
-			if want.Has(list.Items[i].Name) {
-				out[strings.TrimSuffix(gvk.Kind, "List")+"/"+list.Items[i].Name] = &list.Items[i]
-			}
-		}
-	}
-	return nil
-}
-
-// kindName is the kind of a StatefulSet or a Service.
-func kindName(obj client.Object) string {
-	if _, svc := obj.(*corev1.Service); svc {
-		return "Service"
-	}
-	return "StatefulSet"
-}
-
-// grantedWorkerNames are the names the coordinator's Role grants get and update on (the worker
-// groups), read from the Role the renderer made.
-func grantedWorkerNames(w *coordinator.Workload) []string {
-	var out []string
-	for _, r := range w.Role.Rules {
-		if len(r.ResourceNames) > 0 && slices.Contains(r.Verbs, "update") {
-			out = append(out, r.ResourceNames...)
-		}
-	}
-	slices.Sort(out)
-	return slices.Compact(out)
-}
-
-// workerOf tells whether obj is a worker of pipeline cr: the coordinator labels its workers, and
-// owns them from its pod (<cr>-coordinator-<n>).
-func workerOf(obj client.Object, cr string) bool {
-	l := obj.GetLabels()
-	if l[urutauv1alpha1.LabelApp] == coordinator.AppWorker && l[urutauv1alpha1.LabelPipeline] == cr {
-		return true
-	}
-	for _, ref := range obj.GetOwnerReferences() {
-		if ref.Kind == "Pod" && strings.HasPrefix(ref.Name, coordinator.CoordinatorName(cr)+"-") {
-			return true
-		}
-	}
-	return false
 }

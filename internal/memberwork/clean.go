@@ -1,8 +1,10 @@
-package fleet
+package memberwork
 
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -30,70 +32,74 @@ import (
 	"github.com/urutau-io/fleet/internal/members"
 )
 
-// departedResult is the outcome of cleaning one member.
-type departedResult struct {
-	state   lease.State
-	deleted int
-	message string
-	// timedOut: a request to the member ran out of time.
-	timedOut bool
-	// failed: the pass did not finish (an error other than unreachable, or no answer in time),
+// DefaultControllerPatience bounds the wait for a member's StatefulSet controller to see a
+// coordinator scaled to zero before it is deleted (scaledDown).
+const DefaultControllerPatience = 2 * time.Minute
+
+// Departed is the outcome of cleaning one member.
+type Departed struct {
+	State   lease.State
+	Deleted int
+	Message string
+	// TimedOut: a request to the member ran out of time.
+	TimedOut bool
+	// Failed: the pass did not finish (an error other than unreachable, or no answer in time),
 	// so state is the unsafe default rather than what the member holds.
-	failed bool
-	// fencedUntil, for an unreachable member whose coordinator is fenced, is when the fence's
+	Failed bool
+	// FencedUntil, for an unreachable member whose coordinator is fenced, is when the fence's
 	// bound passes and the move completes by itself (fencelease.go).
-	fencedUntil time.Time
+	FencedUntil time.Time
 }
 
-// cleanJob empties one member of one pipeline's objects and says what is left.
-type cleanJob struct {
-	conn *members.Conn
-	// entry names the pipeline (UID, name) and the member namespace.
-	entry urutauv1alpha1.LeaseMember
-	// liveness tells whether a write the member left unanswered may still land (fenceLateWrites).
-	liveness *members.Liveness
-	// patience bounds the wait for the member's StatefulSet controller (scaledDown).
-	patience time.Duration
+// CleanJob empties one member of one pipeline's objects and says what is left.
+type CleanJob struct {
+	Conn *members.Conn
+	// Entry names the pipeline (UID, name) and the member namespace.
+	Entry urutauv1alpha1.LeaseMember
+	// Liveness tells whether a write the member left unanswered may still land (fenceLateWrites).
+	Liveness *members.Liveness
+	// Patience bounds the wait for the member's StatefulSet controller (scaledDown).
+	Patience time.Duration
 }
 
-func (j *cleanJob) run(ctx context.Context) departedResult {
+func (j *CleanJob) Run(ctx context.Context) Departed {
 	start := time.Now()
-	defer func() { memberDuration.WithLabelValues(j.conn.Name).Observe(time.Since(start).Seconds()) }()
-	res, err := cleanupMember(ctx, j.conn.Live, j.conn.Cached, j.entry, j.patience)
+	defer func() { memberDuration.WithLabelValues(j.Conn.Name).Observe(time.Since(start).Seconds()) }()
+	res, err := CleanupMember(ctx, j.Conn.Live, j.Conn.Cached, j.Entry, j.Patience)
 	switch {
 	case members.IsUnreachable(err):
-		memberErrors.WithLabelValues(j.conn.Name, "unreachable").Inc()
-		return departedResult{state: lease.Unreachable, deleted: res.deleted, timedOut: members.IsTimeout(err), message: "cluster does not answer: " + err.Error()}
+		memberErrors.WithLabelValues(j.Conn.Name, "unreachable").Inc()
+		return Departed{State: lease.Unreachable, Deleted: res.Deleted, TimedOut: members.IsTimeout(err), Message: "cluster does not answer: " + err.Error()}
 	case err != nil:
-		memberErrors.WithLabelValues(j.conn.Name, "error").Inc()
-		return departedResult{state: lease.Holding, failed: true, deleted: res.deleted, message: err.Error()}
+		memberErrors.WithLabelValues(j.Conn.Name, "error").Inc()
+		return Departed{State: lease.Holding, Failed: true, Deleted: res.Deleted, Message: err.Error()}
 	}
-	out := departedResult{state: res.state(), deleted: res.deleted}
-	switch out.state {
+	out := Departed{State: res.state(), Deleted: res.Deleted}
+	switch out.State {
 	case lease.Holding:
-		out.message = fmt.Sprintf("removing: waiting for %d coordinator StatefulSet(s)/reader pod(s) to go", res.readers)
+		out.Message = fmt.Sprintf("removing: waiting for %d coordinator StatefulSet(s)/reader pod(s) to go", res.readers)
 		if len(res.stray) > 0 {
-			out.message += fmt.Sprintf(" (deleted reader pod(s) no StatefulSet controls, made by hand or orphaned: %s)", strings.Join(res.stray, ", "))
+			out.Message += fmt.Sprintf(" (deleted reader pod(s) no StatefulSet controls, made by hand or orphaned: %s)", strings.Join(res.stray, ", "))
 		}
 	case lease.Draining:
-		out.message = fmt.Sprintf("removing: %d object(s) left", res.others)
+		out.Message = fmt.Sprintf("removing: %d object(s) left", res.others)
 	}
-	return fenceLateWrites(out, j.conn.Name, j.liveness, j.conn.Host(), time.Now())
+	return fenceLateWrites(out, j.Conn.Name, j.Liveness, j.Conn.Host(), time.Now())
 }
 
 // fenceLateWrites keeps a member that looks empty counted as holding while a write the hub sent
 // it without an answer may still be committed (Liveness.writeMayLand): a coordinator StatefulSet
 // created by it would start a reader after this pass found none.
-func fenceLateWrites(d departedResult, member string, l *members.Liveness, host string, now time.Time) departedResult {
-	if d.state != lease.Empty && d.state != lease.Draining {
+func fenceLateWrites(d Departed, member string, l *members.Liveness, host string, now time.Time) Departed {
+	if d.State != lease.Empty && d.State != lease.Draining {
 		return d
 	}
 	until, ok := l.WriteMayLand(host, now)
 	if !ok {
 		return d
 	}
-	d.state = lease.Holding
-	d.message = fmt.Sprintf("removing: cluster %q left a write unanswered, which it may still commit until %s; it counts as holding a reader until then", member, until.UTC().Format(time.RFC3339))
+	d.State = lease.Holding
+	d.Message = fmt.Sprintf("removing: cluster %q left a write unanswered, which it may still commit until %s; it counts as holding a reader until then", member, until.UTC().Format(time.RFC3339))
 	return d
 }
 
@@ -121,18 +127,18 @@ func cleanupLists() []client.ObjectList {
 	}
 }
 
-// cleanupResult is what is left of a pipeline in a member after a cleanup pass.
-type cleanupResult struct {
+// CleanupResult is what is left of a pipeline in a member after a cleanup pass.
+type CleanupResult struct {
 	// readers counts coordinator StatefulSets and reader pods left; others everything else.
 	readers, others int
-	// deleted counts delete requests that removed something; scaled the coordinator
+	// Deleted counts delete requests that removed something; Scaled the coordinator
 	// StatefulSets kept at zero replicas until their controller has seen the scale.
-	deleted, scaled int
+	Deleted, Scaled int
 	// stray names the reader pods no StatefulSet controlled, deleted by this pass.
 	stray []string
 }
 
-func (c cleanupResult) state() lease.State {
+func (c CleanupResult) state() lease.State {
 	switch {
 	case c.readers > 0:
 		return lease.Holding
@@ -142,7 +148,7 @@ func (c cleanupResult) state() lease.State {
 	return lease.Empty
 }
 
-// cleanupMember deletes, in the entry's namespace of a member, every object the hub wrote for the
+// CleanupMember deletes, in the entry's namespace of a member, every object the hub wrote for the
 // entry's pipeline, then counts what is left, reader pods included. Objects are found by the UID
 // label and deleted with a UID and resourceVersion precondition, never by name alone: an object
 // re-labelled for a re-created pipeline of the same name in the meantime is left alone. The
@@ -152,8 +158,8 @@ func (c cleanupResult) state() lease.State {
 // --cascade=orphan) are deleted too: no collector ever will. Reads go to the API server, never a
 // cache, so an unreachable member shows as an error. A StatefulSet its controller has seen is
 // scaled to zero first and deleted once the controller has seen that (scaledDown).
-func cleanupMember(ctx context.Context, reader client.Reader, writer client.Client, e urutauv1alpha1.LeaseMember, patience time.Duration) (cleanupResult, error) {
-	var res cleanupResult
+func CleanupMember(ctx context.Context, reader client.Reader, writer client.Client, e urutauv1alpha1.LeaseMember, patience time.Duration) (CleanupResult, error) {
+	var res CleanupResult
 	sel := client.MatchingLabels{urutauv1alpha1.LabelHubPipelineUID: string(e.PipelineUID)}
 	for _, list := range cleanupLists() {
 		if err := reader.List(ctx, list, client.InNamespace(e.Namespace), sel); err != nil {
@@ -176,10 +182,10 @@ func cleanupMember(ctx context.Context, reader client.Reader, writer client.Clie
 	}
 	res.readers += len(pods.counted)
 	for i := range pods.stray {
-		if err := deleteStrayPod(ctx, writer, &pods.stray[i]); err != nil {
+		if err := DeleteStrayPod(ctx, writer, &pods.stray[i]); err != nil {
 			return res, err
 		}
-		res.deleted++
+		res.Deleted++
 		res.stray = append(res.stray, pods.stray[i].Name)
 	}
 	return res, nil
@@ -194,7 +200,7 @@ func cleanupMember(ctx context.Context, reader client.Reader, writer client.Clie
 // which its own reconcile makes again, while keeping it would keep a reader no one stops. One
 // that carries any UID label, or not the hub's labels (a single-cluster operator's, or one
 // stripped of every label, which the hub cannot tell from one it never wrote), is left alone.
-func deleteUnlabelled(ctx context.Context, reader client.Reader, writer client.Client, e urutauv1alpha1.LeaseMember, res *cleanupResult, patience time.Duration) error {
+func deleteUnlabelled(ctx context.Context, reader client.Reader, writer client.Client, e urutauv1alpha1.LeaseMember, res *CleanupResult, patience time.Duration) error {
 	sts := &appsv1.StatefulSet{}
 	err := reader.Get(ctx, client.ObjectKey{Namespace: e.Namespace, Name: coordinator.CoordinatorName(e.PipelineName)}, sts)
 	switch {
@@ -212,9 +218,9 @@ func deleteUnlabelled(ctx context.Context, reader client.Reader, writer client.C
 	return deleteListed(ctx, writer, list, e.Namespace, res, patience)
 }
 
-// deleteStrayPod deletes a reader pod no StatefulSet controls, with a UID precondition: a pod of
+// DeleteStrayPod deletes a reader pod no StatefulSet controls, with a UID precondition: a pod of
 // that name made since is not ours to judge.
-func deleteStrayPod(ctx context.Context, writer client.Client, pod *corev1.Pod) error {
+func DeleteStrayPod(ctx context.Context, writer client.Client, pod *corev1.Pod) error {
 	if pod.DeletionTimestamp != nil {
 		return nil
 	}
@@ -227,7 +233,7 @@ func deleteStrayPod(ctx context.Context, writer client.Client, pod *corev1.Pod) 
 }
 
 // deleteListed deletes the listed objects not being deleted yet and counts those left.
-func deleteListed(ctx context.Context, writer client.Client, list client.ObjectList, ns string, res *cleanupResult, patience time.Duration) error {
+func deleteListed(ctx context.Context, writer client.Client, list client.ObjectList, ns string, res *CleanupResult, patience time.Duration) error {
 	items, err := meta.ExtractList(list)
 	if err != nil {
 		return err
@@ -246,7 +252,7 @@ func deleteListed(ctx context.Context, writer client.Client, list client.ObjectL
 			}
 			if !refused {
 				res.readers++
-				res.scaled++
+				res.Scaled++
 				continue
 			}
 			// The member will not have it scaled (an admission policy): deleted as before.
@@ -257,7 +263,7 @@ func deleteListed(ctx context.Context, writer client.Client, list client.ObjectL
 				client.PropagationPolicy(metav1.DeletePropagationBackground))
 			switch {
 			case err == nil:
-				res.deleted++
+				res.Deleted++
 				// Without finalizers the object is gone now; one with finalizers shows up next
 				// pass with a deletionTimestamp. A StatefulSet deleted now still counts in this
 				// pass; the next pass counts its pods.
@@ -398,13 +404,13 @@ func readerPods(ctx context.Context, reader client.Reader, e urutauv1alpha1.Leas
 			}
 			continue
 		}
-		owner, err := controllerOf(ctx, reader, &pod)
+		owner, err := ControllerOf(ctx, reader, &pod)
 		if err != nil {
 			return out, err
 		}
 		switch {
 		case owner.other(e.PipelineUID):
-		case !owner.exists && !owner.foreign:
+		case !owner.Exists && !owner.Foreign:
 			out.counted = append(out.counted, pod)
 			out.stray = append(out.stray, pod)
 		default:
@@ -414,40 +420,40 @@ func readerPods(ctx context.Context, reader client.Reader, e urutauv1alpha1.Leas
 	return out, nil
 }
 
-// podOwner is what controls a coordinator pod: exists when a StatefulSet of that UID does, and
+// PodOwner is what controls a coordinator pod: exists when a StatefulSet of that UID does, and
 // pipeline is the UID label that StatefulSet carries; foreign when a controller of another kind
 // does (its pod is counted, never deleted: that controller would only make it again).
-type podOwner struct {
-	exists, foreign bool
+type PodOwner struct {
+	Exists, Foreign bool
 	pipeline        string
 }
 
 // other tells whether the owner is a StatefulSet of another pipeline (a re-created one).
-func (o podOwner) other(uid types.UID) bool {
-	return o.exists && o.pipeline != "" && o.pipeline != string(uid)
+func (o PodOwner) other(uid types.UID) bool {
+	return o.Exists && o.pipeline != "" && o.pipeline != string(uid)
 }
 
-// controllerOf reads the StatefulSet that controls pod, if any.
-func controllerOf(ctx context.Context, reader client.Reader, pod *corev1.Pod) (podOwner, error) {
+// ControllerOf reads the StatefulSet that controls pod, if any.
+func ControllerOf(ctx context.Context, reader client.Reader, pod *corev1.Pod) (PodOwner, error) {
 	ref := metav1.GetControllerOf(pod)
 	switch {
 	case ref == nil:
-		return podOwner{}, nil
+		return PodOwner{}, nil
 	case ref.Kind != "StatefulSet" || ref.APIVersion != appsv1.SchemeGroupVersion.String():
-		return podOwner{foreign: true}, nil
+		return PodOwner{Foreign: true}, nil
 	}
 	sts := &appsv1.StatefulSet{}
 	err := reader.Get(ctx, client.ObjectKey{Namespace: pod.Namespace, Name: ref.Name}, sts)
 	switch {
 	case apierrors.IsNotFound(err):
-		return podOwner{}, nil
+		return PodOwner{}, nil
 	case err != nil:
-		return podOwner{}, fmt.Errorf("reading the owner of pod %s/%s: %w", pod.Namespace, pod.Name, err)
+		return PodOwner{}, fmt.Errorf("reading the owner of pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
 	if sts.UID != ref.UID {
-		return podOwner{}, nil
+		return PodOwner{}, nil
 	}
-	return podOwner{exists: true, pipeline: sts.Labels[urutauv1alpha1.LabelHubPipelineUID]}, nil
+	return PodOwner{Exists: true, pipeline: sts.Labels[urutauv1alpha1.LabelHubPipelineUID]}, nil
 }
 
 // readerSelectors select the pods of pipeline cr that may read its source: its coordinator, and
@@ -474,10 +480,10 @@ func nameTakenByAnother(ctx context.Context, reader client.Reader, e urutauv1alp
 	return other != "" && other != string(e.PipelineUID), nil
 }
 
-// cleanEntries empties, concurrently, the member each entry names when it can be reached as the cluster
-// the entry names (registered, answering, same identity), and says what each holds; the others
-// are unreachable. timedOut is told of a member whose requests timed out.
-func cleanEntries(ctx context.Context, s *members.Set, opts members.FanOutOptions, entries []urutauv1alpha1.LeaseMember, registeredMembers []inventory.Member, timedOut func(member string) string, patience time.Duration) map[lease.Key]lease.State {
+// CleanEntries empties, concurrently, the member each entry names when it can be reached as the
+// cluster the entry names (registered, answering, same identity), and says what each holds; the
+// others are unreachable. timedOut is told of a member whose requests timed out.
+func CleanEntries(ctx context.Context, s *members.Set, opts members.FanOutOptions, entries []urutauv1alpha1.LeaseMember, registeredMembers []inventory.Member, timedOut func(member string) string, patience time.Duration) map[lease.Key]lease.State {
 	registered := map[string]bool{}
 	for _, m := range registeredMembers {
 		registered[m.Name] = true
@@ -490,24 +496,24 @@ func cleanEntries(ctx context.Context, s *members.Set, opts members.FanOutOption
 			byMember[e.Cluster] = e
 		}
 	}
-	done, _ := members.FanOut(ctx, opts, sortedKeys(byMember), func(ctx context.Context, m string) departedResult {
+	done, _ := members.FanOut(ctx, opts, slices.Sorted(maps.Keys(byMember)), func(ctx context.Context, m string) Departed {
 		e := byMember[m]
 		c, err := s.Conn(ctx, m)
 		if err != nil {
-			return departedResult{state: lease.Unreachable, message: err.Error()}
+			return Departed{State: lease.Unreachable, Message: err.Error()}
 		}
 		// The member must still be the cluster the entry names.
 		if err := s.SameCluster(ctx, c, e.ClusterID); err != nil {
-			return departedResult{state: lease.Unreachable, message: err.Error()}
+			return Departed{State: lease.Unreachable, Message: err.Error()}
 		}
-		d := (&cleanJob{conn: c, entry: e, liveness: s.Liveness, patience: patience}).run(ctx)
-		if d.timedOut {
+		d := (&CleanJob{Conn: c, Entry: e, Liveness: s.Liveness, Patience: patience}).Run(ctx)
+		if d.TimedOut {
 			timedOut(m)
 		}
 		return d
-	}, func(string, error) departedResult { return departedResult{state: lease.Holding} })
+	}, func(string, error) Departed { return Departed{State: lease.Holding} })
 	for m, d := range done {
-		out[lease.KeyOf(byMember[m])] = d.state
+		out[lease.KeyOf(byMember[m])] = d.State
 	}
 	return out
 }

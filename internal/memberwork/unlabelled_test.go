@@ -1,4 +1,4 @@
-package fleet
+package memberwork
 
 import (
 	"testing"
@@ -74,7 +74,7 @@ func TestDeleteUnlabelledCoordinator(t *testing.T) {
 			sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: "cdc", Name: coordinator.CoordinatorName("p"), UID: "sts-1", Labels: tc.labels},
 				Spec: stoppedSpec, Status: stoppedStatus}
 			c := fake.NewClientBuilder().WithScheme(cleanScheme(t)).WithObjects(sts).Build()
-			var res cleanupResult
+			var res CleanupResult
 			if err := deleteUnlabelled(t.Context(), c, c, entry, &res, DefaultControllerPatience); err != nil {
 				t.Fatal(err)
 			}
@@ -82,8 +82,8 @@ func TestDeleteUnlabelledCoordinator(t *testing.T) {
 			if gone := err != nil; gone != tc.deleted {
 				t.Fatalf("deleted: %v (%v), want %v", gone, err, tc.deleted)
 			}
-			if tc.deleted && (res.deleted != 1 || res.readers != 1) {
-				t.Fatalf("deleted %d, readers %d; want 1 and 1 (a StatefulSet deleted this pass still counts)", res.deleted, res.readers)
+			if tc.deleted && (res.Deleted != 1 || res.readers != 1) {
+				t.Fatalf("deleted %d, readers %d; want 1 and 1 (a StatefulSet deleted this pass still counts)", res.Deleted, res.readers)
 			}
 		})
 	}
@@ -104,7 +104,7 @@ func TestCleanupEmptiesAMemberWhoseCoordinatorLostItsLabel(t *testing.T) {
 	c := fake.NewClientBuilder().WithScheme(cleanScheme(t)).WithObjects(sts, pod).Build()
 	var states []lease.State
 	for range 3 {
-		res, err := cleanupMember(t.Context(), c, c, entry, DefaultControllerPatience)
+		res, err := CleanupMember(t.Context(), c, c, entry, DefaultControllerPatience)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package fleet
+package memberwork
 
 import (
 	"context"
@@ -57,10 +57,10 @@ func TestLateWritesAreFenced(t *testing.T) {
 			if fenced != tc.fenced {
 				t.Fatalf("writeMayLand = %v, want %v", fenced, tc.fenced)
 			}
-			empty := departedResult{state: lease.Empty}
+			empty := Departed{State: lease.Empty}
 			got := fenceLateWrites(empty, "m", l, "https://m", time.Now())
-			if (got.state == lease.Holding) != tc.fenced {
-				t.Fatalf("a member found empty counts as %v, fenced %v", got.state, tc.fenced)
+			if (got.State == lease.Holding) != tc.fenced {
+				t.Fatalf("a member found empty counts as %v, fenced %v", got.State, tc.fenced)
 			}
 			if !tc.fenced {
 				return
@@ -68,11 +68,11 @@ func TestLateWritesAreFenced(t *testing.T) {
 			if until.Before(sent.Add(members.WriteLanding)) {
 				t.Errorf("fenced until %s, want at least %s after the write was sent", until, members.WriteLanding)
 			}
-			if after := fenceLateWrites(empty, "m", l, "https://m", until); after.state != lease.Empty {
+			if after := fenceLateWrites(empty, "m", l, "https://m", until); after.State != lease.Empty {
 				t.Errorf("still fenced at %s", until)
 			}
-			if holding := fenceLateWrites(departedResult{state: lease.Unreachable}, "m", l, "https://m", time.Now()); holding.state != lease.Unreachable {
-				t.Errorf("an unreachable member changed state: %v", holding.state)
+			if holding := fenceLateWrites(Departed{State: lease.Unreachable}, "m", l, "https://m", time.Now()); holding.State != lease.Unreachable {
+				t.Errorf("an unreachable member changed state: %v", holding.State)
 			}
 		})
 	}
@@ -104,11 +104,11 @@ func TestStatefulSetDeletedThisPassStillCounts(t *testing.T) {
 	if err := c.List(t.Context(), list); err != nil {
 		t.Fatal(err)
 	}
-	var res cleanupResult
+	var res CleanupResult
 	if err := deleteListed(t.Context(), c, list, "cdc", &res, DefaultControllerPatience); err != nil {
 		t.Fatal(err)
 	}
-	if res.deleted != 1 || res.readers != 1 || res.state() != lease.Holding {
-		t.Fatalf("after deleting the StatefulSet: deleted %d, readers %d, state %v; want 1, 1, holding", res.deleted, res.readers, res.state())
+	if res.Deleted != 1 || res.readers != 1 || res.state() != lease.Holding {
+		t.Fatalf("after deleting the StatefulSet: deleted %d, readers %d, state %v; want 1, 1, holding", res.Deleted, res.readers, res.state())
 	}
 }

@@ -1,4 +1,4 @@
-package fleet
+package memberwork
 
 import (
 	"context"
@@ -27,98 +27,101 @@ import (
 	"github.com/urutau-io/fleet/internal/tenancy"
 )
 
-// memberResult is the outcome of one member in one reconcile.
-type memberResult struct {
-	obs status.MemberObservation
-	// wrote counts objects written (applied or deleted).
-	wrote int
-	// unreachable: the member did not answer; timedOut: a request to it ran out of time.
-	unreachable, timedOut bool
-	// retry: waiting for something outside the hub (a Secret); retry later, no backoff.
-	retry bool
-	// err is a failure the member answered with: that member backs off (members.Backoff).
-	err error
-	// terminal stops the pipeline (SecretValidationFailed, or an override that cannot render).
-	terminal *urutauv1alpha1.Terminated
-	// eventReason and eventMessage are the Warning to emit when this member's state is new.
-	eventReason, eventMessage string
-	// backingOff: the member was not contacted, it waits out an earlier failure; retryIn is when
+// Result is the outcome of one member in one reconcile.
+type Result struct {
+	Obs status.MemberObservation
+	// Wrote counts objects written (applied or deleted).
+	Wrote int
+	// Unreachable: the member did not answer; TimedOut: a request to it ran out of time.
+	Unreachable, TimedOut bool
+	// Retry: waiting for something outside the hub (a Secret); retry later, no backoff.
+	Retry bool
+	// Err is a failure the member answered with: that member backs off (members.Backoff).
+	Err error
+	// Terminal stops the pipeline (SecretValidationFailed, or an override that cannot render).
+	Terminal *urutauv1alpha1.Terminated
+	// EventReason and EventMessage are the Warning to emit when this member's state is new.
+	EventReason, EventMessage string
+	// BackingOff: the member was not contacted, it waits out an earlier failure; RetryIn is when
 	// it is tried again (members.Backoff).
-	backingOff bool
-	retryIn    time.Duration
+	BackingOff bool
+	RetryIn    time.Duration
 }
 
-// fail classifies err into the result.
-func (res *memberResult) fail(err error) {
+// ErrSuperseded is an apply whose decision a newer change of the pipeline overtook.
+var ErrSuperseded = errors.New("the pipeline changed since this reconcile placed it")
+
+// Fail classifies err into the result.
+func (res *Result) Fail(err error) {
 	if members.IsUnreachable(err) {
-		res.unreachable = true
-		res.timedOut = members.IsTimeout(err)
-		res.obs.Phase = urutauv1alpha1.ClusterUnreachable
-		res.obs.Message = "cluster does not answer: " + err.Error()
-		res.eventReason = EventClusterUnreachable
-		memberErrors.WithLabelValues(res.obs.Name, "unreachable").Inc()
+		res.Unreachable = true
+		res.TimedOut = members.IsTimeout(err)
+		res.Obs.Phase = urutauv1alpha1.ClusterUnreachable
+		res.Obs.Message = "cluster does not answer: " + err.Error()
+		res.EventReason = EventClusterUnreachable
+		memberErrors.WithLabelValues(res.Obs.Name, "unreachable").Inc()
 	} else {
-		res.err = err
-		res.obs.Phase = urutauv1alpha1.ClusterDegraded
-		res.obs.Message = err.Error()
-		res.eventReason = EventApplyFailed
-		memberErrors.WithLabelValues(res.obs.Name, "error").Inc()
+		res.Err = err
+		res.Obs.Phase = urutauv1alpha1.ClusterDegraded
+		res.Obs.Message = err.Error()
+		res.EventReason = EventApplyFailed
+		memberErrors.WithLabelValues(res.Obs.Name, "error").Inc()
 	}
-	res.eventMessage = res.obs.Message
+	res.EventMessage = res.Obs.Message
 }
 
-// applyJob applies one pipeline's workload to one member, in the single-cluster operator's
+// ApplyJob applies one pipeline's workload to one member, in the single-cluster operator's
 // order: ServiceAccounts, PDB, Role, RoleBinding, Service, ConfigMap, then the Secret check, the
 // coordinator StatefulSet, and the ScaledObjects (with pruning).
-type applyJob struct {
-	p        *urutauv1alpha1.CDCPipeline
-	conn     *members.Conn
-	id       string
-	settings coordinator.Settings
-	manager  string
-	applier  *ssa.Applier
-	// crossed is called when a change by someone else crossed one of the job's writes.
-	crossed func()
-	// mayCreateCoordinator confirms the pipeline (stillCurrent) and the reader lease
-	// (lease.Store.mayCreateCoordinator) before the coordinator StatefulSet is created.
-	mayCreateCoordinator func(context.Context) error
-	// leaseWritten: this reconcile wrote the reader lease, so mayCreateCoordinator only confirms
+type ApplyJob struct {
+	Pipeline  *urutauv1alpha1.CDCPipeline
+	Conn      *members.Conn
+	ClusterID string
+	Settings  coordinator.Settings
+	Manager   string
+	Applier   *ssa.Applier
+	// Crossed is called when a change by someone else crossed one of the job's writes.
+	Crossed func()
+	// MayCreateCoordinator confirms the pipeline (stillCurrent) and the reader lease
+	// (lease.Store.MayCreateCoordinator) before the coordinator StatefulSet is created.
+	MayCreateCoordinator func(context.Context) error
+	// LeaseWritten: this reconcile wrote the reader lease, so mayCreateCoordinator only confirms
 	// the pipeline, which is harmless for a coordinator that exists: no member read before it.
-	leaseWritten bool
-	// cacheMayLag: the member left a request unanswered lately, so its cache may miss objects or
-	// still show deleted ones (Liveness.cacheMayLag): every object is read from the member.
-	cacheMayLag bool
-	// guard refuses to write over an object this pipeline does not own (adoption rules).
-	guard func(kind string, existing client.Object) error
-	// boundary is the tenancy boundary; nsCheck its check of the member namespace, made before
+	LeaseWritten bool
+	// CacheMayLag: the member left a request unanswered lately, so its cache may miss objects or
+	// still show deleted ones (Liveness.CacheMayLag): every object is read from the member.
+	CacheMayLag bool
+	// Guard refuses to write over an object this pipeline does not own (adoption rules).
+	Guard func(kind string, existing client.Object) error
+	// Boundary is the tenancy boundary; nsCheck its check of the member namespace, made before
 	// the job's first write; hubNS and member are what that check decides from besides.
-	boundary tenancy.Boundary
-	hubNS    *corev1.Namespace
-	member   inventory.Member
+	Boundary tenancy.Boundary
+	HubNS    *corev1.Namespace
+	Member   inventory.Member
 	nsCheck  namespaceCheck
-	// leader refuses every write once this replica may no longer lead (nil: no leader election).
-	leader *LeaderFence
+	// Leader refuses every write once this replica may no longer lead (nil: no leader election).
+	Leader *LeaderFence
 }
 
 // reader is where the job reads what it decides on besides the objects it applies (those go
 // through the applier): the member itself while its cache may lag, which may miss an object
 // created while the member did not answer, or still show one deleted then.
-func (j *applyJob) reader() client.Reader {
-	if j.cacheMayLag {
-		return j.conn.Live
+func (j *ApplyJob) reader() client.Reader {
+	if j.CacheMayLag {
+		return j.Conn.Live
 	}
-	return j.conn.Cached
+	return j.Conn.Cached
 }
 
-func (j *applyJob) run(ctx context.Context) (res memberResult) {
-	res.obs = status.MemberObservation{Name: j.conn.Name, ClusterID: j.id}
+func (j *ApplyJob) Run(ctx context.Context) (res Result) {
+	res.Obs = status.MemberObservation{Name: j.Conn.Name, ClusterID: j.ClusterID}
 	start := time.Now()
-	defer func() { memberDuration.WithLabelValues(j.conn.Name).Observe(time.Since(start).Seconds()) }()
-	w, err := coordinator.Render(j.p, j.settings)
+	defer func() { memberDuration.WithLabelValues(j.Conn.Name).Observe(time.Since(start).Seconds()) }()
+	w, err := coordinator.Render(j.Pipeline, j.Settings)
 	if err != nil {
 		// The hub-wide render succeeded, so this is the member's override: terminal.
-		msg := fmt.Sprintf("rendering for cluster %q: %v", j.conn.Name, err)
-		res.terminate(urutauv1alpha1.ReasonInvalidSpec, j.conn.Name, msg, EventInvalidSpec)
+		msg := fmt.Sprintf("rendering for cluster %q: %v", j.Conn.Name, err)
+		res.Terminate(urutauv1alpha1.ReasonInvalidSpec, j.Conn.Name, msg, EventInvalidSpec)
 		return res
 	}
 	reads := j.prefetch(ctx, w)
@@ -133,24 +136,24 @@ func (j *applyJob) run(ctx context.Context) (res memberResult) {
 	if !j.boundaryAllows(&res, err) {
 		return res
 	}
-	res.wrote += n
-	res.obs.AppliedGeneration = j.p.Generation
-	res.obs.ReadyReplicas = current.Status.ReadyReplicas
-	res.obs.Phase = urutauv1alpha1.ClusterApplied
+	res.Wrote += n
+	res.Obs.AppliedGeneration = j.Pipeline.Generation
+	res.Obs.ReadyReplicas = current.Status.ReadyReplicas
+	res.Obs.Phase = urutauv1alpha1.ClusterApplied
 	if coordinatorReady(current) {
-		res.obs.Phase = urutauv1alpha1.ClusterReady
+		res.Obs.Phase = urutauv1alpha1.ClusterReady
 	}
-	res.obs.Message = kedaMsg
-	if res.wrote > 0 {
-		ctrl.LoggerFrom(ctx).Info("applied", "objects", res.wrote, "fieldManager", j.manager)
+	res.Obs.Message = kedaMsg
+	if res.Wrote > 0 {
+		ctrl.LoggerFrom(ctx).Info("applied", "objects", res.Wrote, "fieldManager", j.Manager)
 	}
 	return res
 }
 
-func (res *memberResult) terminate(reason, cluster, msg, event string) {
-	res.terminal = &urutauv1alpha1.Terminated{Reason: reason, Cluster: cluster, Message: msg}
-	res.obs.Phase, res.obs.Message = urutauv1alpha1.ClusterTerminated, msg
-	res.eventReason, res.eventMessage = event, msg
+func (res *Result) Terminate(reason, cluster, msg, event string) {
+	res.Terminal = &urutauv1alpha1.Terminated{Reason: reason, Cluster: cluster, Message: msg}
+	res.Obs.Phase, res.Obs.Message = urutauv1alpha1.ClusterTerminated, msg
+	res.EventReason, res.EventMessage = event, msg
 }
 
 // memberReads are the live reads of one apply, started before the applies: they depend on
@@ -162,12 +165,12 @@ type memberReads struct {
 	scaledObjects func() (*unstructured.UnstructuredList, error)
 }
 
-func (j *applyJob) prefetch(ctx context.Context, w *coordinator.Workload) memberReads {
+func (j *ApplyJob) prefetch(ctx context.Context, w *coordinator.Workload) memberReads {
 	var r memberReads
 	for _, ref := range w.RequiredSecrets {
 		r.secrets = append(r.secrets, prefetch(func() (*corev1.Secret, error) {
 			s := &corev1.Secret{}
-			return s, j.conn.Live.Get(ctx, client.ObjectKey{Namespace: j.p.Namespace, Name: ref.Name}, s)
+			return s, j.Conn.Live.Get(ctx, client.ObjectKey{Namespace: j.Pipeline.Namespace, Name: ref.Name}, s)
 		}))
 	}
 	if !j.mayHaveStaleScaledObjects(w) {
@@ -176,7 +179,7 @@ func (j *applyJob) prefetch(ctx context.Context, w *coordinator.Workload) member
 	r.scaledObjects = prefetch(func() (*unstructured.UnstructuredList, error) {
 		list := &unstructured.UnstructuredList{}
 		list.SetGroupVersionKind(scaledObjectListGVK)
-		return list, j.conn.Live.List(ctx, list, client.InNamespace(j.p.Namespace), client.MatchingLabels{urutauv1alpha1.LabelHubPipelineUID: string(j.p.UID)})
+		return list, j.Conn.Live.List(ctx, list, client.InNamespace(j.Pipeline.Namespace), client.MatchingLabels{urutauv1alpha1.LabelHubPipelineUID: string(j.Pipeline.UID)})
 	})
 	return r
 }
@@ -186,17 +189,17 @@ func (j *applyJob) prefetch(ctx context.Context, w *coordinator.Workload) member
 // placement there (nothing of it exists yet), nor when this process already pruned there for the
 // same wanted set; after a restart, once. The list is the one read of an apply, and a reconcile
 // that changes nothing makes none.
-func (j *applyJob) mayHaveStaleScaledObjects(w *coordinator.Workload) bool {
+func (j *ApplyJob) mayHaveStaleScaledObjects(w *coordinator.Workload) bool {
 	placed := false
-	for _, c := range j.p.Status.Clusters {
-		placed = placed || (c.Name == j.conn.Name && c.ObservedGeneration > 0)
+	for _, c := range j.Pipeline.Status.Clusters {
+		placed = placed || (c.Name == j.Conn.Name && c.ObservedGeneration > 0)
 	}
 	if !placed {
 		// Nothing of the pipeline is there yet: nothing can be stale after this apply.
-		j.applier.RecordPruned(j.conn.Name, j.p.UID, scaledObjectSet(w))
+		j.Applier.RecordPruned(j.Conn.Name, j.Pipeline.UID, scaledObjectSet(w))
 		return false
 	}
-	return !j.applier.PrunedFor(j.conn.Name, j.p.UID, scaledObjectSet(w))
+	return !j.Applier.PrunedFor(j.Conn.Name, j.Pipeline.UID, scaledObjectSet(w))
 }
 
 // scaledObjectSet names the wanted ScaledObjects, as the prune record keeps them.
@@ -209,7 +212,7 @@ func scaledObjectSet(w *coordinator.Workload) string {
 }
 
 // applySupporting applies everything the coordinator needs before it starts.
-func (j *applyJob) applySupporting(ctx context.Context, res *memberResult, w *coordinator.Workload) bool {
+func (j *ApplyJob) applySupporting(ctx context.Context, res *Result, w *coordinator.Workload) bool {
 	if !j.boundaryAllows(res, j.workerNamesFree(ctx, w)) {
 		return false
 	}
@@ -224,7 +227,7 @@ func (j *applyJob) applySupporting(ctx context.Context, res *memberResult, w *co
 	} {
 		req, err := build()
 		if err == nil {
-			err = j.apply(ctx, res, req, j.conn.Cached)
+			err = j.apply(ctx, res, req, j.Conn.Cached)
 		}
 		if !j.boundaryAllows(res, err) {
 			return false
@@ -236,68 +239,68 @@ func (j *applyJob) applySupporting(ctx context.Context, res *memberResult, w *co
 // applyNetworkPolicy applies the coordinator's NetworkPolicy when the hub renders one, and
 // removes the pipeline's when it no longer does (--coordinator-network-policy turned off); the
 // member cache tells whether there is one, so this costs no request when there is none.
-func (j *applyJob) applyNetworkPolicy(ctx context.Context, res *memberResult, w *coordinator.Workload) error {
+func (j *ApplyJob) applyNetworkPolicy(ctx context.Context, res *Result, w *coordinator.Workload) error {
 	if w.NetworkPolicy != nil {
 		req, err := ssa.NetworkPolicy(w.NetworkPolicy)
 		if err != nil {
 			return err
 		}
-		return j.apply(ctx, res, req, j.conn.Cached)
+		return j.apply(ctx, res, req, j.Conn.Cached)
 	}
 	np := &networkingv1.NetworkPolicy{}
-	err := j.reader().Get(ctx, client.ObjectKey{Namespace: j.p.Namespace, Name: coordinator.CoordinatorName(j.p.Name)}, np)
-	if apierrors.IsNotFound(err) || (err == nil && np.Labels[urutauv1alpha1.LabelHubPipelineUID] != string(j.p.UID)) {
+	err := j.reader().Get(ctx, client.ObjectKey{Namespace: j.Pipeline.Namespace, Name: coordinator.CoordinatorName(j.Pipeline.Name)}, np)
+	if apierrors.IsNotFound(err) || (err == nil && np.Labels[urutauv1alpha1.LabelHubPipelineUID] != string(j.Pipeline.UID)) {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("reading NetworkPolicy %s/%s in cluster %q: %w", j.p.Namespace, np.Name, j.conn.Name, err)
+		return fmt.Errorf("reading NetworkPolicy %s/%s in cluster %q: %w", j.Pipeline.Namespace, np.Name, j.Conn.Name, err)
 	}
 	uid, rv := np.UID, np.ResourceVersion
-	if err := j.conn.Cached.Delete(ctx, np, client.Preconditions{UID: &uid, ResourceVersion: &rv}); client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
-		return fmt.Errorf("deleting NetworkPolicy %s/%s in cluster %q: %w", j.p.Namespace, np.Name, j.conn.Name, err)
+	if err := j.Conn.Cached.Delete(ctx, np, client.Preconditions{UID: &uid, ResourceVersion: &rv}); client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
+		return fmt.Errorf("deleting NetworkPolicy %s/%s in cluster %q: %w", j.Pipeline.Namespace, np.Name, j.Conn.Name, err)
 	}
-	res.wrote++
+	res.Wrote++
 	return nil
 }
 
 // apply applies one object (applier.apply) and counts the write.
-func (j *applyJob) apply(ctx context.Context, res *memberResult, req *ssa.Request, cached client.Reader) error {
-	req.Guard, req.CacheMayLag = j.guard, j.cacheMayLag
+func (j *ApplyJob) apply(ctx context.Context, res *Result, req *ssa.Request, cached client.Reader) error {
+	req.Guard, req.CacheMayLag = j.Guard, j.CacheMayLag
 	req.BeforeWrite = func(ctx context.Context) error {
 		if err := j.nsCheck.check(ctx, j); err != nil {
 			return err
 		}
-		return j.leader.Fresh(time.Now())
+		return j.Leader.Fresh(time.Now())
 	}
-	wrote, err := j.applier.Apply(ctx, cached, j.conn.Live, j.conn.Cached, j.conn.Name, j.manager, req)
-	if req.Crossed() && j.crossed != nil {
-		j.crossed()
+	wrote, err := j.Applier.Apply(ctx, cached, j.Conn.Live, j.Conn.Cached, j.Conn.Name, j.Manager, req)
+	if req.Crossed() && j.Crossed != nil {
+		j.Crossed()
 	}
 	if wrote {
-		res.wrote++
+		res.Wrote++
 	}
 	return err
 }
 
 // secretsReady checks the Secrets the coordinator mounts, read live (the member cache holds no
 // Secrets). A missing one is waited for (#504); one without its key is terminal (#250).
-func (j *applyJob) secretsReady(ctx context.Context, res *memberResult, w *coordinator.Workload, reads memberReads) bool {
+func (j *ApplyJob) secretsReady(ctx context.Context, res *Result, w *coordinator.Workload, reads memberReads) bool {
 	read := map[string]*corev1.Secret{}
 	for i, ref := range w.RequiredSecrets {
 		s, err := reads.secrets[i]()
 		switch {
 		case members.IsUnreachable(err):
-			res.fail(fmt.Errorf("reading Secret %s/%s in cluster %q: %w", j.p.Namespace, ref.Name, j.conn.Name, err))
+			res.Fail(fmt.Errorf("reading Secret %s/%s in cluster %q: %w", j.Pipeline.Namespace, ref.Name, j.Conn.Name, err))
 			return false
 		case err != nil:
-			msg := fmt.Sprintf("waiting for Secret %s/%s (key %q): %v", j.p.Namespace, ref.Name, ref.Key, errMessage(err))
-			res.retry = true
-			res.obs.Phase, res.obs.Message = urutauv1alpha1.ClusterPending, msg
-			res.eventReason, res.eventMessage = EventSecretNotReady, msg
+			msg := fmt.Sprintf("waiting for Secret %s/%s (key %q): %v", j.Pipeline.Namespace, ref.Name, ref.Key, ErrMessage(err))
+			res.Retry = true
+			res.Obs.Phase, res.Obs.Message = urutauv1alpha1.ClusterPending, msg
+			res.EventReason, res.EventMessage = EventSecretNotReady, msg
 			return false
 		case len(s.Data[ref.Key]) == 0:
-			msg := fmt.Sprintf("Secret %s/%s in cluster %q has no key %q", j.p.Namespace, ref.Name, j.conn.Name, ref.Key)
-			res.terminate(urutauv1alpha1.ReasonSecretValidationFailed, j.conn.Name, msg, EventInvalidSecret)
+			msg := fmt.Sprintf("Secret %s/%s in cluster %q has no key %q", j.Pipeline.Namespace, ref.Name, j.Conn.Name, ref.Key)
+			res.Terminate(urutauv1alpha1.ReasonSecretValidationFailed, j.Conn.Name, msg, EventInvalidSecret)
 			return false
 		}
 		read[ref.Name] = s
@@ -306,12 +309,12 @@ func (j *applyJob) secretsReady(ctx context.Context, res *memberResult, w *coord
 	var d *tenancy.Denial
 	switch {
 	case errors.Is(err, errSecretMissing):
-		res.retry = true
-		res.obs.Phase, res.obs.Message = urutauv1alpha1.ClusterPending, "waiting: "+err.Error()
-		res.eventReason, res.eventMessage = EventSecretNotReady, res.obs.Message
+		res.Retry = true
+		res.Obs.Phase, res.Obs.Message = urutauv1alpha1.ClusterPending, "waiting: "+err.Error()
+		res.EventReason, res.EventMessage = EventSecretNotReady, res.Obs.Message
 		return false
 	case errors.As(err, &d):
-		*res = denied(j.conn.Name, j.id, d)
+		*res = Denied(j.Conn.Name, j.ClusterID, d)
 		j.stopCoordinator(ctx, res, w)
 		return false
 	}
@@ -320,35 +323,35 @@ func (j *applyJob) secretsReady(ctx context.Context, res *memberResult, w *coord
 
 // boundaryAllows reports a refusal of the tenancy boundary (a *tenancy.Denial) as the member's
 // state, and any other error as a failure; it tells whether the apply may go on.
-func (j *applyJob) boundaryAllows(res *memberResult, err error) bool {
+func (j *ApplyJob) boundaryAllows(res *Result, err error) bool {
 	var d *tenancy.Denial
 	var c *adopt.Conflict
 	switch {
 	case errors.As(err, &d):
-		*res = denied(j.conn.Name, j.id, d)
+		*res = Denied(j.Conn.Name, j.ClusterID, d)
 		return false
-	case errors.Is(err, errNotLeading):
+	case errors.Is(err, ErrNotLeading):
 		// Not a failure of the member: this replica is about to stop, another one leads.
-		res.retry = true
-		res.obs.Phase, res.obs.Message = urutauv1alpha1.ClusterPending, "not applied: "+err.Error()
+		res.Retry = true
+		res.Obs.Phase, res.Obs.Message = urutauv1alpha1.ClusterPending, "not applied: "+err.Error()
 		return false
-	case errors.Is(err, errSuperseded):
+	case errors.Is(err, ErrSuperseded):
 		// Not a failure: the reconcile of the newer change decides again, at once.
-		res.retry = true
-		res.obs.Phase, res.obs.Message = urutauv1alpha1.ClusterPending, "coordinator not started: "+err.Error()
-		if j.crossed != nil {
-			j.crossed()
+		res.Retry = true
+		res.Obs.Phase, res.Obs.Message = urutauv1alpha1.ClusterPending, "coordinator not started: "+err.Error()
+		if j.Crossed != nil {
+			j.Crossed()
 		}
 		return false
 	case errors.As(err, &c):
 		// Waiting for a person (the object's owner hands it over, or it goes): not a failure to
 		// back off from; a change of the object brings the pipeline back (foreignObjectRequests).
-		res.retry = true
-		res.obs.Phase, res.obs.Message = urutauv1alpha1.ClusterDegraded, "not applied: "+c.Message
-		res.eventReason, res.eventMessage = EventAdoptionConflict, res.obs.Message
+		res.Retry = true
+		res.Obs.Phase, res.Obs.Message = urutauv1alpha1.ClusterDegraded, "not applied: "+c.Message
+		res.EventReason, res.EventMessage = EventAdoptionConflict, res.Obs.Message
 		return false
 	case err != nil:
-		res.fail(err)
+		res.Fail(err)
 		return false
 	}
 	return true
@@ -358,29 +361,29 @@ func (j *applyJob) boundaryAllows(res *memberResult, err error) bool {
 // the cached one, or the apply's answer when it was written. A write that changed the template
 // moved its generation past what its controller observed, so it reads not ready until that
 // controller's status update, whose watch event brings the hub back.
-func (j *applyJob) applyCoordinator(ctx context.Context, res *memberResult, w *coordinator.Workload) (*appsv1.StatefulSet, bool) {
+func (j *ApplyJob) applyCoordinator(ctx context.Context, res *Result, w *coordinator.Workload) (*appsv1.StatefulSet, bool) {
 	req, err := ssa.StatefulSet(w.StatefulSet)
 	if err != nil {
-		res.fail(err)
+		res.Fail(err)
 		return nil, false
 	}
 	req.BeforeCreate = func(ctx context.Context) error {
-		if err := j.scalersOf(ctx, coordinator.CoordinatorName(j.p.Name)); err != nil {
+		if err := j.scalersOf(ctx, coordinator.CoordinatorName(j.Pipeline.Name)); err != nil {
 			return err
 		}
-		return j.mayCreateCoordinator(ctx)
+		return j.MayCreateCoordinator(ctx)
 	}
-	req.ConfirmAbsent = !j.leaseWritten
-	before := res.wrote
-	if err := j.apply(ctx, res, req, j.conn.Cached); !j.boundaryAllows(res, err) {
+	req.ConfirmAbsent = !j.LeaseWritten
+	before := res.Wrote
+	if err := j.apply(ctx, res, req, j.Conn.Cached); !j.boundaryAllows(res, err) {
 		return nil, false
 	}
-	if res.wrote == before {
+	if res.Wrote == before {
 		return req.Live().(*appsv1.StatefulSet), true
 	}
 	current, err := req.AppliedStatefulSet()
 	if err != nil {
-		res.fail(err)
+		res.Fail(err)
 		return nil, false
 	}
 	return current, true
@@ -388,41 +391,41 @@ func (j *applyJob) applyCoordinator(ctx context.Context, res *memberResult, w *c
 
 // applyScaledObjects applies the desired ScaledObjects and prunes the ones of this pipeline (by
 // UID label) no longer desired, from listed. A member without KEDA's CRD skips them and says so.
-func (j *applyJob) applyScaledObjects(ctx context.Context, w *coordinator.Workload, listed func() (*unstructured.UnstructuredList, error)) (string, int, error) {
+func (j *ApplyJob) applyScaledObjects(ctx context.Context, w *coordinator.Workload, listed func() (*unstructured.UnstructuredList, error)) (string, int, error) {
 	const noKEDA = "KEDA's ScaledObject CRD is not installed in this cluster: worker autoscaling skipped"
-	var res memberResult
+	var res Result
 	want := sets.New[string]()
 	for _, so := range w.ScaledObjects {
 		want.Insert(so.Name)
 		req, err := ssa.Unstructured("ScaledObject", so)
 		if err == nil {
-			err = j.apply(ctx, &res, req, j.conn.Live)
+			err = j.apply(ctx, &res, req, j.Conn.Live)
 		}
 		switch {
 		case err != nil && kedaMissing(err):
-			return noKEDA, res.wrote, nil
+			return noKEDA, res.Wrote, nil
 		case err != nil:
-			return "", res.wrote, err
+			return "", res.Wrote, err
 		}
 	}
 	if listed == nil {
-		return "", res.wrote, nil
+		return "", res.Wrote, nil
 	}
 	list, err := listed()
 	switch {
 	case err != nil && kedaMissing(err) && len(w.ScaledObjects) > 0:
-		return noKEDA, res.wrote, nil
+		return noKEDA, res.Wrote, nil
 	case err != nil && kedaMissing(err):
-		return "", res.wrote, nil
+		return "", res.Wrote, nil
 	case err != nil:
-		return "", res.wrote, fmt.Errorf("listing ScaledObjects in cluster %q: %w", j.conn.Name, err)
+		return "", res.Wrote, fmt.Errorf("listing ScaledObjects in cluster %q: %w", j.Conn.Name, err)
 	}
-	pruned, err := pruneScaledObjects(ctx, j.conn.Cached, list, want)
+	pruned, err := pruneScaledObjects(ctx, j.Conn.Cached, list, want)
 	if err != nil {
-		return "", res.wrote + pruned, fmt.Errorf("pruning ScaledObjects in cluster %q: %w", j.conn.Name, err)
+		return "", res.Wrote + pruned, fmt.Errorf("pruning ScaledObjects in cluster %q: %w", j.Conn.Name, err)
 	}
-	j.applier.RecordPruned(j.conn.Name, j.p.UID, scaledObjectSet(w))
-	return "", res.wrote + pruned, nil
+	j.Applier.RecordPruned(j.Conn.Name, j.Pipeline.UID, scaledObjectSet(w))
+	return "", res.Wrote + pruned, nil
 }
 
 // pruneScaledObjects deletes the listed ScaledObjects not wanted, each with a UID and
@@ -461,7 +464,7 @@ func prefetch[T any](read func() (T, error)) func() (T, error) {
 	}
 }
 
-func errMessage(err error) string {
+func ErrMessage(err error) string {
 	if apierrors.IsNotFound(err) {
 		return "not found"
 	}

@@ -1,4 +1,4 @@
-package fleet
+package memberwork
 
 import (
 	"context"
@@ -72,9 +72,9 @@ func TestCleanupScalesTheCoordinatorToZeroBeforeDeletingIt(t *testing.T) {
 	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: "cdc", Name: coordinator.CoordinatorName("p"), Labels: labels, Generation: 1},
 		Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](1)}, Status: appsv1.StatefulSetStatus{ObservedGeneration: 1, Replicas: 1}}
 	c := fake.NewClientBuilder().WithScheme(cleanScheme(t)).WithObjects(sts).WithStatusSubresource(sts).Build()
-	pass := func() cleanupResult {
+	pass := func() CleanupResult {
 		t.Helper()
-		res, err := cleanupMember(t.Context(), c, c, entry, DefaultControllerPatience)
+		res, err := CleanupMember(t.Context(), c, c, entry, DefaultControllerPatience)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -89,8 +89,8 @@ func TestCleanupScalesTheCoordinatorToZeroBeforeDeletingIt(t *testing.T) {
 		return got
 	}
 
-	if res := pass(); res.state() != lease.Holding || res.deleted != 0 || res.scaled != 1 {
-		t.Fatalf("first pass: %v, %d deleted, %d scaled; want Holding, none deleted, one scaled", res.state(), res.deleted, res.scaled)
+	if res := pass(); res.state() != lease.Holding || res.Deleted != 0 || res.Scaled != 1 {
+		t.Fatalf("first pass: %v, %d deleted, %d scaled; want Holding, none deleted, one scaled", res.state(), res.Deleted, res.Scaled)
 	}
 	got := get()
 	if got.Spec.Replicas == nil || *got.Spec.Replicas != 0 {
@@ -104,8 +104,8 @@ func TestCleanupScalesTheCoordinatorToZeroBeforeDeletingIt(t *testing.T) {
 	if err := c.Update(t.Context(), got); err != nil {
 		t.Fatal(err)
 	}
-	if res := pass(); res.state() != lease.Holding || res.deleted != 0 {
-		t.Fatalf("a pass before the controller saw the scale: %v, %d deleted; want Holding, none deleted", res.state(), res.deleted)
+	if res := pass(); res.state() != lease.Holding || res.Deleted != 0 {
+		t.Fatalf("a pass before the controller saw the scale: %v, %d deleted; want Holding, none deleted", res.state(), res.Deleted)
 	}
 	// The controller sees it.
 	got = get()
@@ -113,8 +113,8 @@ func TestCleanupScalesTheCoordinatorToZeroBeforeDeletingIt(t *testing.T) {
 	if err := c.Status().Update(t.Context(), got); err != nil {
 		t.Fatal(err)
 	}
-	if res := pass(); res.deleted != 1 {
-		t.Fatalf("the pass after the controller saw the scale deleted %d objects, want 1", res.deleted)
+	if res := pass(); res.Deleted != 1 {
+		t.Fatalf("the pass after the controller saw the scale deleted %d objects, want 1", res.Deleted)
 	}
 	if res := pass(); res.state() != lease.Empty {
 		t.Fatalf("after the deletion: %v, want Empty", res.state())
