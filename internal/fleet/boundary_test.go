@@ -128,6 +128,10 @@ var _ = Describe("The tenancy boundary and foreign objects, at reconcile", func(
 			g.Expect(a.Message).To(ContainSubstring(tenancy.ReasonSecretNotOptedIn))
 			g.Expect(a.Message).To(ContainSubstring("scaled to zero"))
 		}).Should(Succeed())
+		Consistently(func(g Gomega) {
+			a := clusterStatus(getPipeline(g, ctx, key), "a")
+			g.Expect(a.Message).To(ContainSubstring("scaled to zero"), "the passes after the one that scaled say it too")
+		}, 3*time.Second).Should(Succeed())
 
 		By("opened again: it runs again")
 		Eventually(func(g Gomega) {

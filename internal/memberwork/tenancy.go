@@ -108,7 +108,13 @@ func (j *ApplyJob) secretsOpen(ctx context.Context, read map[string]*corev1.Secr
 func (j *ApplyJob) stopCoordinator(ctx context.Context, res *Result, w *coordinator.Workload) {
 	sts := &appsv1.StatefulSet{}
 	err := j.reader().Get(ctx, client.ObjectKey{Namespace: j.Pipeline.Namespace, Name: coordinator.CoordinatorName(j.Pipeline.Name)}, sts)
-	if err != nil || sts.Labels[urutauv1alpha1.LabelHubPipelineUID] != string(j.Pipeline.UID) || (sts.Spec.Replicas != nil && *sts.Spec.Replicas == 0) {
+	if err != nil || sts.Labels[urutauv1alpha1.LabelHubPipelineUID] != string(j.Pipeline.UID) {
+		return
+	}
+	if sts.Spec.Replicas != nil && *sts.Spec.Replicas == 0 {
+		// Stopped by an earlier pass: the status keeps saying so, and the event stays the same.
+		res.Obs.Message += stoppedNote
+		res.EventMessage = res.Obs.Message
 		return
 	}
 	// Shallow copies: only replicas differs from what the renderer made.
@@ -122,9 +128,12 @@ func (j *ApplyJob) stopCoordinator(ctx context.Context, res *Result, w *coordina
 		ctrl.LoggerFrom(ctx).Info("scaling the coordinator to zero failed", "error", err.Error())
 		return
 	}
-	res.Obs.Message += "; its coordinator is scaled to zero until then"
+	res.Obs.Message += stoppedNote
 	res.EventMessage = res.Obs.Message
 }
+
+// stoppedNote ends the message of a member whose coordinator stopCoordinator holds at zero.
+const stoppedNote = "; its coordinator is scaled to zero until then"
 
 // workerNamesFree refuses the Role, and so the whole apply, when a name it grants the coordinator
 // get and update on (a worker group's StatefulSet and Service, derived from the tables) is taken
