@@ -137,7 +137,7 @@ func lateMember(p *urutauv1alpha1.CDCPipeline, m, id string) memberwork.Result {
 func (r *CoordinatorReconciler) markTimedOut(member string) string {
 	msg := fmt.Sprintf("cluster %q does not answer: its requests time out (--member-timeout %s); the hub checks it every %s and does not wait for it meanwhile", member, r.MemberTimeout, r.HealthInterval)
 	if r.members.SetHealth(member, members.Health{Checked: true, Message: msg}) {
-		r.requeue(r.pipelinesOn(context.Background(), member)...)
+		r.requeue(r.lookup.pipelinesOn(context.Background(), member)...)
 	}
 	return msg
 }

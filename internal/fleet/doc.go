@@ -19,6 +19,10 @@
 //	report           report.go      status (internal/status), events (events.go), requeue
 //
 // The phases set the status in memory; reconcile writes it once, at the end, when it changed.
+// What brings a pipeline back to the queue is in handlers.go (type handlers): member objects by
+// their labels, inventory entries, ReaderLeases, PlacementPolicies and hub namespaces, each mapped
+// to the pipelines it concerns by a lookup in the hub's cache, and the echoes of our own writes
+// filtered out. The work in each member is internal/memberwork's.
 //
 // Decisions are pure functions with table tests: placement.SelectMembers and
 // placement.OverrideFor (internal/placement), lease.Plan and lease.PlanRelease (internal/lease), status.Compute

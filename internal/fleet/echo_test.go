@@ -8,15 +8,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
+	"github.com/urutau-io/fleet/internal/ssa"
 )
 
 // A write of ours that changes nothing answers with the resourceVersion of the latest change,
 // which may be someone else's: a change our writes never make passes the hub filter anyway
 // (chaos seed 70071: a deletion taken for the echo of a status patch).
 func TestNotOurEchoLetsOthersChangesThrough(t *testing.T) {
-	r := &CoordinatorReconciler{}
-	r.hubEchoes.Begin("cdc/p1")
-	r.hubEchoes.End("cdc/p1", "42") // a status patch from a stale cache: a no-op, answered with 42
+	h := &handlers{hubEchoes: &ssa.EchoFilter{}}
+	h.hubEchoes.Begin("cdc/p1")
+	h.hubEchoes.End("cdc/p1", "42") // a status patch from a stale cache: a no-op, answered with 42
 	old := &urutauv1alpha1.CDCPipeline{ObjectMeta: metav1.ObjectMeta{Namespace: "cdc", Name: "p1", Generation: 2, ResourceVersion: "41",
 		Labels: map[string]string{"team": "a"}, Annotations: map[string]string{"note": "x"}}}
 	now := metav1.Now()
@@ -37,7 +38,7 @@ func TestNotOurEchoLetsOthersChangesThrough(t *testing.T) {
 		updated := old.DeepCopy()
 		tc.change(updated)
 		updated.ResourceVersion = "42"
-		if got := r.notOurEcho().Update(event.UpdateEvent{ObjectOld: old, ObjectNew: updated}); got != tc.passes {
+		if got := h.notOurEcho().Update(event.UpdateEvent{ObjectOld: old, ObjectNew: updated}); got != tc.passes {
 			t.Errorf("%s with our write's resourceVersion: passes %v, want %v", tc.name, got, tc.passes)
 		}
 	}

@@ -5,7 +5,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -25,10 +24,20 @@ import (
 	"github.com/urutau-io/fleet/internal/ssa"
 )
 
-// The event handlers: what brings a pipeline back to the queue. Member objects map back to
-// their hub pipeline by label (except the echoes of our own applies), our own hub writes are
-// filtered out (echoFilter), inventory changes bring back the pipelines they concern, and lease
-// changes bring back the pipelines that wait on that lease.
+// handlers are the pipeline controller's event handlers: what brings a pipeline back to the
+// queue. Member objects map back to their hub pipeline by label (except the echoes of our own
+// applies), our own hub writes are filtered out (ssa.EchoFilter), inventory changes bring back
+// the pipelines they concern, and lease changes bring back the pipelines that wait on that lease.
+// They read the hub's cache (lookup) and the reconciler's echo filters, and write nothing.
+type handlers struct {
+	lookup  lookup
+	applier *ssa.Applier
+	// hubEchoes and leaseEchoes hold the resourceVersions of our writes to pipelines and leases.
+	hubEchoes, leaseEchoes *ssa.EchoFilter
+	health                 healthChecks
+	// forgetMember drops what is kept about a member that left the inventory.
+	forgetMember func(member string)
+}
 
 // mapMemberObject maps an object in a member to the hub pipeline that wrote it, or, for an object
 // that is not the fleet's, to the pipeline its name would belong to (<cr>-coordinator,
@@ -62,15 +71,15 @@ func localRequest(key types.NamespacedName) mcreconcile.Request {
 
 type queue = workqueue.TypedRateLimitingInterface[mcreconcile.Request]
 
-// memberEventHandler maps member events to the hub pipeline, except the echoes of our own
+// members maps member events to the hub pipeline, except the echoes of our own
 // applies: an object whose resourceVersion is the one our last apply to it returned holds exactly
 // what we wrote. Anything else, a foreign edit, a deletion, a status change, is reconciled.
-func (r *CoordinatorReconciler) memberEventHandler(name multicluster.ClusterName, _ cluster.Cluster) handler.TypedEventHandler[client.Object, mcreconcile.Request] {
+func (h *handlers) members(name multicluster.ClusterName, _ cluster.Cluster) handler.TypedEventHandler[client.Object, mcreconcile.Request] {
 	member := string(name)
 	// The provider engages a member by building these handlers: check it at once, so that a
 	// member found not engaged a moment ago is taken up without waiting for its next check.
-	if r.health != nil {
-		r.health.CheckSoon(member)
+	if h.health != nil {
+		h.health.CheckSoon(member)
 	}
 	enqueue := func(q queue, objs ...client.Object) {
 		for _, o := range objs {
@@ -81,17 +90,17 @@ func (r *CoordinatorReconciler) memberEventHandler(name multicluster.ClusterName
 	}
 	return handler.TypedFuncs[client.Object, mcreconcile.Request]{
 		CreateFunc: func(_ context.Context, e event.TypedCreateEvent[client.Object], q queue) {
-			if !r.applier.IsEcho(member, e.Object) {
+			if !h.applier.IsEcho(member, e.Object) {
 				enqueue(q, e.Object)
 			}
 		},
 		UpdateFunc: func(_ context.Context, e event.TypedUpdateEvent[client.Object], q queue) {
-			if deletionStarted(e.ObjectOld, e.ObjectNew) || !r.applier.IsEcho(member, e.ObjectNew) {
+			if deletionStarted(e.ObjectOld, e.ObjectNew) || !h.applier.IsEcho(member, e.ObjectNew) {
 				enqueue(q, e.ObjectOld, e.ObjectNew)
 			}
 		},
 		DeleteFunc: func(_ context.Context, e event.TypedDeleteEvent[client.Object], q queue) {
-			r.applier.Forget(member, e.Object)
+			h.applier.Forget(member, e.Object)
 			enqueue(q, e.Object)
 		},
 		GenericFunc: func(_ context.Context, e event.TypedGenericEvent[client.Object], q queue) {
@@ -107,13 +116,13 @@ func (r *CoordinatorReconciler) memberEventHandler(name multicluster.ClusterName
 // nothing answers with the resourceVersion of the latest change, which may be someone else's: a
 // status patch computed from a stale cache, sent just after a deletion, answers with the
 // deletion's. The likely cause of chaos seed 70071, where a deletion waited 100 s for a reconcile.
-func (r *CoordinatorReconciler) notOurEcho() predicate.Predicate {
+func (h *handlers) notOurEcho() predicate.Predicate {
 	return predicate.Funcs{
 		UpdateFunc: func(e event.UpdateEvent) bool {
-			return othersChange(e.ObjectOld, e.ObjectNew) || !r.hubEchoes.IsEcho(hubKey(e.ObjectNew), e.ObjectNew.GetResourceVersion())
+			return othersChange(e.ObjectOld, e.ObjectNew) || !h.hubEchoes.IsEcho(hubKey(e.ObjectNew), e.ObjectNew.GetResourceVersion())
 		},
 		DeleteFunc: func(e event.DeleteEvent) bool {
-			r.hubEchoes.Forget(hubKey(e.Object))
+			h.hubEchoes.Forget(hubKey(e.Object))
 			return true
 		},
 	}
@@ -134,15 +143,15 @@ func deletionStarted(before, after client.Object) bool {
 	return before.GetDeletionTimestamp() == nil && after.GetDeletionTimestamp() != nil
 }
 
-// inventoryEventHandler re-places every pipeline when a member joins, leaves, or changes its
+// inventory re-places every pipeline when a member joins, leaves, or changes its
 // labels or annotations (selectors, per-member settings, an accepted identity). Any other change
 // of an entry (a new kubeconfig, a ClusterProfile's status) can only change how the hub reaches
 // that member: it brings back the pipelines placed there, not every pipeline (hack/bench:
 // pointing one member's Secret elsewhere queued all 2,000 pipelines of the hub for 10 s). A member
 // that leaves takes everything kept about it (members.Set.Forget) along.
-func (r *CoordinatorReconciler) inventoryEventHandler(multicluster.ClusterName, cluster.Cluster) handler.TypedEventHandler[client.Object, mcreconcile.Request] {
+func (h *handlers) inventory(multicluster.ClusterName, cluster.Cluster) handler.TypedEventHandler[client.Object, mcreconcile.Request] {
 	enqueue := func(ctx context.Context, q queue, entry client.Object, all bool) {
-		for _, key := range r.pipelinesFor(ctx, entry.GetName(), all) {
+		for _, key := range h.lookup.pipelinesFor(ctx, entry.GetName(), all) {
 			q.Add(localRequest(key))
 		}
 	}
@@ -155,12 +164,12 @@ func (r *CoordinatorReconciler) inventoryEventHandler(multicluster.ClusterName, 
 				!maps.Equal(e.ObjectOld.GetAnnotations(), e.ObjectNew.GetAnnotations())
 			if !relabelled {
 				// A new way to reach it: worth checking at once.
-				r.health.CheckSoon(e.ObjectNew.GetName())
+				h.health.CheckSoon(e.ObjectNew.GetName())
 			}
 			enqueue(ctx, q, e.ObjectNew, relabelled)
 		},
 		DeleteFunc: func(ctx context.Context, e event.TypedDeleteEvent[client.Object], q queue) {
-			r.forgetMember(e.Object.GetName())
+			h.forgetMember(e.Object.GetName())
 			enqueue(ctx, q, e.Object, true)
 		},
 		GenericFunc: func(ctx context.Context, e event.TypedGenericEvent[client.Object], q queue) {
@@ -176,41 +185,20 @@ type healthChecks interface {
 	Forget(member string)
 }
 
-// forgetMember drops every piece of state kept about member, which left the inventory.
-func (r *CoordinatorReconciler) forgetMember(member string) {
-	r.members.Forget(member)
-	r.backoff.ForgetMember(member)
-	r.applier.ForgetMember(member)
-	forgetMemberSeries(member)
-	ssa.ForgetMemberSeries(member)
-	r.health.Forget(member)
-	ctx, cancel := context.WithTimeout(context.Background(), hubWriteTimeout)
-	defer cancel()
-	if err := r.records.Remove(ctx, member); err != nil {
-		ctrl.Log.WithName("health").Error(err, "Removing the health record of a member that left", "cluster", member)
-	}
+// lookup finds, in the hub's cache, the pipelines a change concerns.
+type lookup struct {
+	hub            client.Reader
+	leaseNamespace string
 }
-
-// publishHealth records what the last check of member found (members.Records).
-func (r *CoordinatorReconciler) publishHealth(ctx context.Context, member string) {
-	ctx, cancel := context.WithTimeout(ctx, hubWriteTimeout)
-	defer cancel()
-	if err := r.records.Publish(ctx, member, r.members.Health(member), r.members.KnownIdentity(member)); err != nil {
-		ctrl.Log.WithName("health").Error(err, "Publishing a member's health record", "cluster", member)
-	}
-}
-
-// hubWriteTimeout bounds one write of a health record to the hub.
-const hubWriteTimeout = 10 * time.Second
 
 // pipelinesFor lists the pipelines to reconcile after a change of member's inventory entry:
 // every pipeline, or only those placed there.
-func (r *CoordinatorReconciler) pipelinesFor(ctx context.Context, member string, all bool) []types.NamespacedName {
+func (l lookup) pipelinesFor(ctx context.Context, member string, all bool) []types.NamespacedName {
 	if !all {
-		return r.pipelinesOn(ctx, member)
+		return l.pipelinesOn(ctx, member)
 	}
 	list := &urutauv1alpha1.CDCPipelineList{}
-	if err := r.Client.List(ctx, list); err != nil {
+	if err := l.hub.List(ctx, list); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "listing CDCPipelines after an inventory change")
 		return nil
 	}
@@ -225,13 +213,13 @@ func (r *CoordinatorReconciler) pipelinesFor(ctx context.Context, member string,
 // status says so, and those a lease records there. The lease is written before anything is
 // applied and the status only after, so a pipeline whose first apply there is still running is
 // found by its lease entry alone.
-func (r *CoordinatorReconciler) pipelinesOn(ctx context.Context, member string) []types.NamespacedName {
+func (l lookup) pipelinesOn(ctx context.Context, member string) []types.NamespacedName {
 	list := &urutauv1alpha1.CDCPipelineList{}
-	if err := r.Client.List(ctx, list); err != nil {
+	if err := l.hub.List(ctx, list); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "listing CDCPipelines placed on a member", "cluster", member)
 		return nil
 	}
-	leased := r.leasedOn(ctx, member)
+	leased := l.leasedOn(ctx, member)
 	var out []types.NamespacedName
 	for i := range list.Items {
 		p := &list.Items[i]
@@ -244,10 +232,10 @@ func (r *CoordinatorReconciler) pipelinesOn(ctx context.Context, member string) 
 }
 
 // leasedOn lists the pipelines that a lease entry records on member.
-func (r *CoordinatorReconciler) leasedOn(ctx context.Context, member string) sets.Set[types.UID] {
+func (l lookup) leasedOn(ctx context.Context, member string) sets.Set[types.UID] {
 	out := sets.New[types.UID]()
 	list := &urutauv1alpha1.ReaderLeaseList{}
-	if err := r.Client.List(ctx, list, client.InNamespace(r.leases.Namespace)); err != nil {
+	if err := l.hub.List(ctx, list, client.InNamespace(l.leaseNamespace)); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "listing ReaderLeases with entries on a member", "cluster", member)
 		return out
 	}
@@ -261,35 +249,35 @@ func (r *CoordinatorReconciler) leasedOn(ctx context.Context, member string) set
 	return out
 }
 
-// leaseEventHandler brings back the pipelines a lease concerns when someone else changed it (our
+// leases brings back the pipelines a lease concerns when someone else changed it (our
 // own writes are echoes): its holder, the pipelines of its entries, and every pipeline that
 // reads its source, which may be waiting for it.
-func (r *CoordinatorReconciler) leaseEventHandler(multicluster.ClusterName, cluster.Cluster) handler.TypedEventHandler[client.Object, mcreconcile.Request] {
+func (h *handlers) leases(multicluster.ClusterName, cluster.Cluster) handler.TypedEventHandler[client.Object, mcreconcile.Request] {
 	enqueue := func(ctx context.Context, q queue, o client.Object) {
-		for _, key := range r.pipelinesOfLease(ctx, o) {
+		for _, key := range h.lookup.pipelinesOfLease(ctx, o) {
 			q.Add(localRequest(key))
 		}
 	}
 	return handler.TypedFuncs[client.Object, mcreconcile.Request]{
 		CreateFunc: func(ctx context.Context, e event.TypedCreateEvent[client.Object], q queue) {
-			if !r.leaseEchoes.IsEcho(hubKey(e.Object), e.Object.GetResourceVersion()) {
+			if !h.leaseEchoes.IsEcho(hubKey(e.Object), e.Object.GetResourceVersion()) {
 				enqueue(ctx, q, e.Object)
 			}
 		},
 		UpdateFunc: func(ctx context.Context, e event.TypedUpdateEvent[client.Object], q queue) {
-			if !r.leaseEchoes.IsEcho(hubKey(e.ObjectNew), e.ObjectNew.GetResourceVersion()) {
+			if !h.leaseEchoes.IsEcho(hubKey(e.ObjectNew), e.ObjectNew.GetResourceVersion()) {
 				enqueue(ctx, q, e.ObjectNew)
 			}
 		},
 		DeleteFunc: func(ctx context.Context, e event.TypedDeleteEvent[client.Object], q queue) {
-			r.leaseEchoes.Forget(hubKey(e.Object))
+			h.leaseEchoes.Forget(hubKey(e.Object))
 			enqueue(ctx, q, e.Object)
 		},
 	}
 }
 
 // pipelinesOfLease lists the pipelines lease o concerns.
-func (r *CoordinatorReconciler) pipelinesOfLease(ctx context.Context, o client.Object) []types.NamespacedName {
+func (lk lookup) pipelinesOfLease(ctx context.Context, o client.Object) []types.NamespacedName {
 	l, ok := o.(*urutauv1alpha1.ReaderLease)
 	if !ok {
 		return nil
@@ -299,7 +287,7 @@ func (r *CoordinatorReconciler) pipelinesOfLease(ctx context.Context, o client.O
 		keys[types.NamespacedName{Namespace: e.PipelineNamespace, Name: e.PipelineName}] = true
 	}
 	list := &urutauv1alpha1.CDCPipelineList{}
-	if err := r.Client.List(ctx, list, client.MatchingFields{indexPipelineLease: l.Name}); err != nil {
+	if err := lk.hub.List(ctx, list, client.MatchingFields{indexPipelineLease: l.Name}); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "listing the CDCPipelines of a reader lease", "readerLease", l.Name)
 	}
 	for i := range list.Items {
@@ -308,31 +296,40 @@ func (r *CoordinatorReconciler) pipelinesOfLease(ctx context.Context, o client.O
 	return slices.Collect(maps.Keys(keys))
 }
 
-// policyEventHandler brings every pipeline back when a PlacementPolicy changes: it may open or
+// policies brings every pipeline back when a PlacementPolicy changes: it may open or
 // close any member to any namespace.
-func (r *CoordinatorReconciler) policyEventHandler(multicluster.ClusterName, cluster.Cluster) handler.TypedEventHandler[client.Object, mcreconcile.Request] {
+func (h *handlers) policies(multicluster.ClusterName, cluster.Cluster) handler.TypedEventHandler[client.Object, mcreconcile.Request] {
 	return handler.TypedEnqueueRequestsFromMapFunc[client.Object, mcreconcile.Request](func(ctx context.Context, _ client.Object) []mcreconcile.Request {
 		var out []mcreconcile.Request
-		for _, k := range r.pipelinesFor(ctx, "", true) {
+		for _, k := range h.lookup.pipelinesFor(ctx, "", true) {
 			out = append(out, localRequest(k))
 		}
 		return out
 	})
 }
 
-// hubNamespaceEventHandler brings back the pipelines of a hub namespace whose labels changed (the
+// hubNamespaces brings back the pipelines of a hub namespace whose labels changed (the
 // boundary selects namespaces by them).
-func (r *CoordinatorReconciler) hubNamespaceEventHandler(multicluster.ClusterName, cluster.Cluster) handler.TypedEventHandler[client.Object, mcreconcile.Request] {
+func (h *handlers) hubNamespaces(multicluster.ClusterName, cluster.Cluster) handler.TypedEventHandler[client.Object, mcreconcile.Request] {
 	return handler.TypedEnqueueRequestsFromMapFunc[client.Object, mcreconcile.Request](func(ctx context.Context, ns client.Object) []mcreconcile.Request {
-		list := &urutauv1alpha1.CDCPipelineList{}
-		if err := r.Client.List(ctx, list, client.InNamespace(ns.GetName())); err != nil {
-			ctrl.LoggerFrom(ctx).Error(err, "listing the CDCPipelines of a namespace", "namespace", ns.GetName())
-			return nil
-		}
-		out := make([]mcreconcile.Request, 0, len(list.Items))
-		for i := range list.Items {
-			out = append(out, localRequest(client.ObjectKeyFromObject(&list.Items[i])))
+		var out []mcreconcile.Request
+		for _, k := range h.lookup.pipelinesIn(ctx, ns.GetName()) {
+			out = append(out, localRequest(k))
 		}
 		return out
 	})
+}
+
+// pipelinesIn lists the pipelines of hub namespace ns.
+func (lk lookup) pipelinesIn(ctx context.Context, ns string) []types.NamespacedName {
+	list := &urutauv1alpha1.CDCPipelineList{}
+	if err := lk.hub.List(ctx, list, client.InNamespace(ns)); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing the CDCPipelines of a namespace", "namespace", ns)
+		return nil
+	}
+	out := make([]types.NamespacedName, 0, len(list.Items))
+	for i := range list.Items {
+		out = append(out, client.ObjectKeyFromObject(&list.Items[i]))
+	}
+	return out
 }

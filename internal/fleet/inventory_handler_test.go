@@ -19,7 +19,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
-	"github.com/urutau-io/fleet/internal/lease"
 	"github.com/urutau-io/fleet/internal/members"
 	"github.com/urutau-io/fleet/internal/status"
 )
@@ -42,10 +41,12 @@ func TestInventoryEventHandler(t *testing.T) {
 		Spec: urutauv1alpha1.ReaderLeaseSpec{Members: []urutauv1alpha1.LeaseMember{{Cluster: "m", ClusterID: "id-m",
 			PipelineUID: "uid-applying", PipelineNamespace: "cdc", PipelineName: "applying-on-m", State: urutauv1alpha1.LeaseMemberActive}}}}
 	checks := &recordedChecks{}
-	r := &CoordinatorReconciler{health: checks, leases: lease.Store{Namespace: "urutau-system"}, Client: fake.NewClientBuilder().WithScheme(scheme).
+	hub := fake.NewClientBuilder().WithScheme(scheme).
 		WithObjects(pipeline("on-m", "a", "m"), pipeline("elsewhere", "a"), pipeline("nowhere"), applying, rl).
-		WithStatusSubresource(&urutauv1alpha1.CDCPipeline{}).Build()}
-	h := r.inventoryEventHandler("", nil)
+		WithStatusSubresource(&urutauv1alpha1.CDCPipeline{}).Build()
+	r := &CoordinatorReconciler{health: checks, Client: hub}
+	handlers := &handlers{health: checks, lookup: lookup{hub: hub, leaseNamespace: "urutau-system"}, forgetMember: r.forgetMember}
+	h := handlers.inventory("", nil)
 
 	entry := func(labels, annotations map[string]string, kubeconfig string) *corev1.Secret {
 		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "urutau-system", Name: "m", Labels: labels, Annotations: annotations},

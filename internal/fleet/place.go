@@ -88,7 +88,7 @@ func (r *CoordinatorReconciler) writeLease(ctx context.Context, current, next *u
 		rv = written.ResourceVersion
 	}
 	if r.leaseEchoes.End(key, rv) {
-		r.requeue(r.pipelinesOfLease(ctx, next)...)
+		r.requeue(r.lookup.pipelinesOfLease(ctx, next)...)
 	}
 	return written, err
 }

@@ -162,7 +162,9 @@ type CoordinatorReconciler struct {
 	// ReaderLeases (echoFilter).
 	hubEchoes, leaseEchoes ssa.EchoFilter
 	// health checks every member periodically (members.Monitor); records publishes what it finds.
-	health  healthChecks
+	health healthChecks
+	// lookup finds the pipelines a member, a lease or an inventory change concerns.
+	lookup  lookup
 	records members.Records
 	// lookAgain holds the pipelines whose writes crossed a change by someone else: they are
 	// reconciled again at once.

@@ -84,6 +84,7 @@ func (r *CoordinatorReconciler) setDefaults(mgr mcmanager.Manager) {
 	}
 	r.applier.Base = r.FieldManager
 	r.leases = lease.Store{Client: r.Client, Live: r.APIReader, Namespace: r.LeaseNamespace, Owner: r.FieldManager}
+	r.lookup = lookup{hub: r.Client, leaseNamespace: r.LeaseNamespace}
 	r.FenceTTL = orDefault(r.FenceTTL, DefaultFenceTTL)
 	r.FenceGrace = orDefault(r.FenceGrace, DefaultFenceGrace)
 	r.FenceMargin = orDefault(r.FenceMargin, DefaultFenceMargin)
@@ -110,13 +111,15 @@ func (r *CoordinatorReconciler) SetupWithManager(mgr mcmanager.Manager) error {
 		return errors.New("fleet: CoordinatorReconciler needs an Inventory")
 	}
 	r.setDefaults(mgr)
-	if err := r.indexFields(context.Background(), mgr.GetLocalManager().GetFieldIndexer()); err != nil {
+	if err := indexFields(context.Background(), mgr.GetLocalManager().GetFieldIndexer()); err != nil {
 		return err
 	}
 	lr := r.leaseReconciler()
 	r.wakeLease = lr.requeue
+	h := &handlers{lookup: r.lookup, applier: &r.applier,
+		hubEchoes: &r.hubEchoes, leaseEchoes: &r.leaseEchoes, forgetMember: r.forgetMember}
 	monitor := r.healthMonitor(mgr, lr)
-	r.health = monitor
+	r.health, h.health = monitor, monitor
 	if err := mgr.GetLocalManager().Add(monitor); err != nil {
 		return fmt.Errorf("adding the member health checks: %w", err)
 	}
@@ -126,14 +129,14 @@ func (r *CoordinatorReconciler) SetupWithManager(mgr mcmanager.Manager) error {
 	if err := mgr.GetLocalManager().Add(&fleetGauges{hub: r.Client, leaseNamespace: r.LeaseNamespace}); err != nil {
 		return fmt.Errorf("adding the fleet gauges: %w", err)
 	}
-	if err := r.setupPipelineController(mgr); err != nil {
+	if err := r.setupPipelineController(mgr, h); err != nil {
 		return err
 	}
 	return lr.setup(mgr, r)
 }
 
 // indexFields registers the hub cache indexes.
-func (r *CoordinatorReconciler) indexFields(ctx context.Context, idx client.FieldIndexer) error {
+func indexFields(ctx context.Context, idx client.FieldIndexer) error {
 	if err := idx.IndexField(ctx, &urutauv1alpha1.ReaderLease{}, lease.IndexPipelines, lease.PipelineUIDs); err != nil {
 		return fmt.Errorf("indexing ReaderLeases: %w", err)
 	}
@@ -150,28 +153,28 @@ func (r *CoordinatorReconciler) indexFields(ctx context.Context, idx client.Fiel
 	return nil
 }
 
-func (r *CoordinatorReconciler) setupPipelineController(mgr mcmanager.Manager) error {
+func (r *CoordinatorReconciler) setupPipelineController(mgr mcmanager.Manager, h *handlers) error {
 	local, members := mcbuilder.WithEngageWithLocalCluster(true), mcbuilder.WithEngageWithProviderClusters(false)
 	b := mcbuilder.ControllerManagedBy(mgr).
 		Named(ControllerName).
-		For(&urutauv1alpha1.CDCPipeline{}, local, members, mcbuilder.WithPredicates(r.notOurEcho())).
+		For(&urutauv1alpha1.CDCPipeline{}, local, members, mcbuilder.WithPredicates(h.notOurEcho())).
 		// A member that is not engaged yet must be retried, not dropped.
 		WithClusterNotFoundWrapper(false).
 		WithOptions(mccontroller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles})
 	for _, obj := range membercache.Kinds() {
-		b = b.Watches(obj, r.memberEventHandler,
+		b = b.Watches(obj, h.members,
 			mcbuilder.WithEngageWithLocalCluster(false),
 			mcbuilder.WithEngageWithProviderClusters(true))
 	}
 	b = b.WatchesRawSource(r.queueSource())
-	b = b.Watches(r.Inventory.EntryType(), r.inventoryEventHandler, local, members,
+	b = b.Watches(r.Inventory.EntryType(), h.inventory, local, members,
 		mcbuilder.WithPredicates(predicate.NewPredicateFuncs(r.Inventory.IsEntry)))
-	b = b.Watches(&urutauv1alpha1.ReaderLease{}, r.leaseEventHandler, local, members,
+	b = b.Watches(&urutauv1alpha1.ReaderLease{}, h.leases, local, members,
 		mcbuilder.WithPredicates(inNamespace(r.LeaseNamespace)))
-	b = b.Watches(&urutauv1alpha1.PlacementPolicy{}, r.policyEventHandler, local, members)
+	b = b.Watches(&urutauv1alpha1.PlacementPolicy{}, h.policies, local, members)
 	hubNamespaces := &metav1.PartialObjectMetadata{}
 	hubNamespaces.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
-	b = b.Watches(hubNamespaces, r.hubNamespaceEventHandler, local, members,
+	b = b.Watches(hubNamespaces, h.hubNamespaces, local, members,
 		mcbuilder.WithPredicates(predicate.LabelChangedPredicate{}))
 	return b.Complete(r)
 }
@@ -218,7 +221,7 @@ func (r *CoordinatorReconciler) healthMonitor(mgr mcmanager.Manager, lr *LeaseRe
 		Members: &r.members, Inventory: r.Inventory, Interval: r.HealthInterval, Timeout: r.MemberTimeout,
 		Changed: func(member string) {
 			ctx := context.Background()
-			r.requeue(r.pipelinesOn(ctx, member)...)
+			r.requeue(r.lookup.pipelinesOn(ctx, member)...)
 			lr.requeue(lr.leasesFor(ctx, member, r.members.KnownIdentity(member))...)
 			r.publishHealth(ctx, member)
 		},
@@ -312,3 +315,30 @@ func (lr *LeaseReconciler) requeue(keys ...types.NamespacedName) {
 		(*q).Add(localRequest(k))
 	}
 }
+
+// forgetMember drops every piece of state kept about member, which left the inventory.
+func (r *CoordinatorReconciler) forgetMember(member string) {
+	r.members.Forget(member)
+	r.backoff.ForgetMember(member)
+	r.applier.ForgetMember(member)
+	forgetMemberSeries(member)
+	ssa.ForgetMemberSeries(member)
+	r.health.Forget(member)
+	ctx, cancel := context.WithTimeout(context.Background(), hubWriteTimeout)
+	defer cancel()
+	if err := r.records.Remove(ctx, member); err != nil {
+		ctrl.Log.WithName("health").Error(err, "Removing the health record of a member that left", "cluster", member)
+	}
+}
+
+// publishHealth records what the last check of member found (members.Records).
+func (r *CoordinatorReconciler) publishHealth(ctx context.Context, member string) {
+	ctx, cancel := context.WithTimeout(ctx, hubWriteTimeout)
+	defer cancel()
+	if err := r.records.Publish(ctx, member, r.members.Health(member), r.members.KnownIdentity(member)); err != nil {
+		ctrl.Log.WithName("health").Error(err, "Publishing a member's health record", "cluster", member)
+	}
+}
+
+// hubWriteTimeout bounds one write of a health record to the hub.
+const hubWriteTimeout = 10 * time.Second

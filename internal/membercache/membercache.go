@@ -43,8 +43,9 @@ import (
 // memberLabels (mapMemberObject, the orphan scan, adopt.Decide, workerOf, the UID checks); the
 // annotations in memberAnnotations (holdsApplied, adopt.Decide); owner references (adopt.Decide,
 // workerOf); each manager's name, operation, subresource and time (holdsApplied, releaseOthers,
-// adopt's conflict message); the deletion timestamp (memberEventHandler); the generation, and a
-// StatefulSet's replicas and status (applyRequest.keeps, stopCoordinator, coordinatorReady).
+// adopt's conflict message); the deletion timestamp (fleet's member event handler); the
+// generation, and a StatefulSet's replicas and status (applyRequest.keeps, stopCoordinator,
+// coordinatorReady).
 // Everything else is dropped: specs, data, rules, field sets, other labels and annotations,
 // finalizers, creation time. An object of another kind is stored as it comes, without field sets.
 //
