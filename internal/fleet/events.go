@@ -39,7 +39,7 @@ const (
 // changes nothing a person reads (the applies of a rollout, say) shows in status.clusters[] and
 // the log, not as an event: events are writes to the hub too, and a pipeline's first placement
 // makes none (hack/bench counts them).
-func (r *CoordinatorReconciler) emitEvents(p, orig *urutauv1alpha1.CDCPipeline, results map[string]memberwork.Result, pl *placed) {
+func emitEvents(emit emitFunc, p, orig *urutauv1alpha1.CDCPipeline, results map[string]memberwork.Result, pl *placed) {
 	prev := map[string]urutauv1alpha1.ClusterStatus{}
 	for _, c := range orig.Status.Clusters {
 		prev[c.Name] = c
@@ -47,34 +47,37 @@ func (r *CoordinatorReconciler) emitEvents(p, orig *urutauv1alpha1.CDCPipeline, 
 	for _, m := range sortedKeys(results) {
 		res := results[m]
 		if c, ok := prev[m]; res.EventReason != "" && (!ok || c.Phase != res.Obs.Phase || c.Message != res.Obs.Message) {
-			r.event(p, corev1.EventTypeWarning, res.EventReason, "Apply", "cluster %q: %s", m, res.EventMessage)
+			emit(p, corev1.EventTypeWarning, res.EventReason, "Apply", "cluster %q: %s", m, res.EventMessage)
 		}
 	}
 	if c := meta.FindStatusCondition(p.Status.Conditions, urutauv1alpha1.ConditionReady); c != nil && c.Status == metav1.ConditionTrue &&
 		!meta.IsStatusConditionTrue(orig.Status.Conditions, urutauv1alpha1.ConditionReady) {
-		r.event(p, corev1.EventTypeNormal, EventReady, "Apply", "%s (generation %d)", c.Message, p.Generation)
+		emit(p, corev1.EventTypeNormal, EventReady, "Apply", "%s (generation %d)", c.Message, p.Generation)
 	}
 	for _, m := range pl.decision.Dropped {
-		r.event(p, corev1.EventTypeNormal, EventRemoved, "Move", "removed from cluster %q, which the placement no longer selects", m)
+		emit(p, corev1.EventTypeNormal, EventRemoved, "Move", "removed from cluster %q, which the placement no longer selects", m)
 	}
-	r.eventOnNewCondition(p, orig, status.ConditionMoveBlocked, corev1.EventTypeWarning, EventMoveBlocked, "Move")
-	r.eventOnNewCondition(p, orig, status.ConditionClusterIdentityChanged, corev1.EventTypeWarning, EventClusterIdentity, "Place")
-	r.eventOnNewCondition(p, orig, status.ConditionClustersDeregistered, corev1.EventTypeWarning, EventClusterDeregistered, "Place")
+	eventOnNewCondition(emit, p, orig, status.ConditionMoveBlocked, corev1.EventTypeWarning, EventMoveBlocked, "Move")
+	eventOnNewCondition(emit, p, orig, status.ConditionClusterIdentityChanged, corev1.EventTypeWarning, EventClusterIdentity, "Place")
+	eventOnNewCondition(emit, p, orig, status.ConditionClustersDeregistered, corev1.EventTypeWarning, EventClusterDeregistered, "Place")
 	if c := meta.FindStatusCondition(p.Status.Conditions, status.ConditionReaderLease); c != nil && c.Reason != status.ReasonLeaseHeld {
 		if o := meta.FindStatusCondition(orig.Status.Conditions, status.ConditionReaderLease); o == nil || o.Reason != c.Reason {
-			r.event(p, corev1.EventTypeWarning, EventWaitingForReader, "Place", "%s", c.Message)
+			emit(p, corev1.EventTypeWarning, EventWaitingForReader, "Place", "%s", c.Message)
 		}
 	}
 }
 
 // eventOnNewCondition emits an event with the condition's message when t appears.
-func (r *CoordinatorReconciler) eventOnNewCondition(p, orig *urutauv1alpha1.CDCPipeline, t, eventType, reason, action string) {
+func eventOnNewCondition(emit emitFunc, p, orig *urutauv1alpha1.CDCPipeline, t, eventType, reason, action string) {
 	c := meta.FindStatusCondition(p.Status.Conditions, t)
 	if c == nil || meta.FindStatusCondition(orig.Status.Conditions, t) != nil {
 		return
 	}
-	r.event(p, eventType, reason, action, "%s", c.Message)
+	emit(p, eventType, reason, action, "%s", c.Message)
 }
+
+// emitFunc emits one event on a pipeline (CoordinatorReconciler.event).
+type emitFunc func(p *urutauv1alpha1.CDCPipeline, eventType, reason, action, note string, args ...any)
 
 func (r *CoordinatorReconciler) event(p *urutauv1alpha1.CDCPipeline, eventType, reason, action, note string, args ...any) {
 	if r.Recorder == nil {

@@ -283,7 +283,7 @@ func failingOver(st *urutauv1alpha1.FailoverStatus) bool {
 
 // reportFailover sets status.failover and the FailingOver condition, emits the events of a move
 // and counts it. results are this reconcile's member results.
-func (r *CoordinatorReconciler) reportFailover(p, orig *urutauv1alpha1.CDCPipeline, w *world, results map[string]memberwork.Result) {
+func reportFailover(emit emitFunc, p, orig *urutauv1alpha1.CDCPipeline, w *world, results map[string]memberwork.Result) {
 	if w.failover == nil {
 		p.Status.Failover = nil
 		meta.RemoveStatusCondition(&p.Status.Conditions, ConditionFailingOver)
@@ -294,7 +294,7 @@ func (r *CoordinatorReconciler) reportFailover(p, orig *urutauv1alpha1.CDCPipeli
 	ready := target != "" && results[target].Obs.Phase == urutauv1alpha1.ClusterReady
 	p.Status.Failover = failoverStatus(orig.Status.Failover, w.failover, ready, now)
 	setFailingOverCondition(p, w.failover)
-	r.failoverEvents(p, orig.Status.Failover, orig.Status.Conditions, w.failover)
+	failoverEvents(emit, p, orig.Status.Failover, orig.Status.Conditions, w.failover)
 }
 
 // Reasons of the FailingOver condition.
@@ -325,10 +325,10 @@ func stuck(d failoverDecision) bool {
 
 // failoverEvents reports a move when it is decided and when it completes, a failover that finds
 // no candidate (once, when it starts), and a request that was not taken.
-func (r *CoordinatorReconciler) failoverEvents(p *urutauv1alpha1.CDCPipeline, prev *urutauv1alpha1.FailoverStatus, prevConds []metav1.Condition, v *failoverView) {
+func failoverEvents(emit emitFunc, p *urutauv1alpha1.CDCPipeline, prev *urutauv1alpha1.FailoverStatus, prevConds []metav1.Condition, v *failoverView) {
 	st := p.Status.Failover
 	if v.decision.RequestIgnored != "" {
-		r.event(p, corev1.EventTypeWarning, EventFailoverRequested, "Failover", "%s: ignored and removed", v.decision.RequestIgnored)
+		emit(p, corev1.EventTypeWarning, EventFailoverRequested, "Failover", "%s: ignored and removed", v.decision.RequestIgnored)
 	}
 	var prevLast *urutauv1alpha1.FailoverMove
 	if prev != nil {
@@ -339,17 +339,17 @@ func (r *CoordinatorReconciler) failoverEvents(p *urutauv1alpha1.CDCPipeline, pr
 		if l.Reason == urutauv1alpha1.FailoverRequested {
 			reason = EventFailoverRequested
 		}
-		r.event(p, corev1.EventTypeWarning, reason, "Failover", "%s", v.decision.Message)
+		emit(p, corev1.EventTypeWarning, reason, "Failover", "%s", v.decision.Message)
 		failovers.WithLabelValues(l.Reason).Inc()
 	}
 	if l := st.Last; l != nil && l.ReadyAt != nil && (prevLast == nil || prevLast.ReadyAt == nil || prevLast.To != l.To) {
-		r.event(p, corev1.EventTypeNormal, EventFailoverCompleted, "Failover",
+		emit(p, corev1.EventTypeNormal, EventFailoverCompleted, "Failover",
 			"the coordinator runs on %q (from %q, %s); the pipeline had no reader for about %ds", l.To, l.From, l.Reason, l.ReaderGapSeconds)
 		failoverReaderGap.Observe(float64(l.ReaderGapSeconds))
 	}
 	if c := meta.FindStatusCondition(p.Status.Conditions, ConditionFailingOver); c != nil && c.Reason == ReasonFailoverNoCandidate {
 		if o := meta.FindStatusCondition(prevConds, ConditionFailingOver); o == nil || o.Reason != c.Reason {
-			r.event(p, corev1.EventTypeWarning, EventFailoverStuck, "Failover", "%s", c.Message)
+			emit(p, corev1.EventTypeWarning, EventFailoverStuck, "Failover", "%s", c.Message)
 		}
 	}
 }

@@ -26,13 +26,13 @@ func (r *CoordinatorReconciler) gate(p *urutauv1alpha1.CDCPipeline, w *world) (s
 	}
 	switch {
 	case p.Status.Terminated == nil && w.specErr != nil:
-		r.terminate(p, w, &urutauv1alpha1.Terminated{Reason: urutauv1alpha1.ReasonInvalidSpec, Message: w.specErr.Error()}, EventInvalidSpec)
+		terminate(r.event, p, w, &urutauv1alpha1.Terminated{Reason: urutauv1alpha1.ReasonInvalidSpec, Message: w.specErr.Error()}, EventInvalidSpec)
 	case p.Status.Terminated != nil:
-		r.showTerminated(p, w)
+		showTerminated(r.event, p, w)
 	case len(w.elsewhere) > 0:
-		r.showSourceChanged(p, w)
+		showSourceChanged(p, w)
 	case p.Spec.Placement.Fenced && r.FenceImage == "":
-		r.showNoFenceImage(p, w)
+		showNoFenceImage(p, w)
 	default:
 		return false
 	}
@@ -58,25 +58,25 @@ func (r *CoordinatorReconciler) clearPassedTermination(ctx context.Context, p *u
 }
 
 // terminate records a hub-side termination and reports it.
-func (r *CoordinatorReconciler) terminate(p *urutauv1alpha1.CDCPipeline, w *world, t *urutauv1alpha1.Terminated, reason string) {
+func terminate(emit emitFunc, p *urutauv1alpha1.CDCPipeline, w *world, t *urutauv1alpha1.Terminated, reason string) {
 	t.At = nowRFC3339()
 	t.ObservedGeneration = p.Generation
-	r.event(p, corev1.EventTypeWarning, reason, "Reconcile", "%s", t.Message)
+	emit(p, corev1.EventTypeWarning, reason, "Reconcile", "%s", t.Message)
 	p.Status.Terminated = t
-	r.showTerminated(p, w)
+	showTerminated(emit, p, w)
 }
 
 // showTerminated sets the status of a terminated pipeline (hub writes only).
-func (r *CoordinatorReconciler) showTerminated(p *urutauv1alpha1.CDCPipeline, w *world) {
+func showTerminated(emit emitFunc, p *urutauv1alpha1.CDCPipeline, w *world) {
 	nt := p.Status.Terminated.DeepCopy()
 	if nt.ObservedGeneration == 0 {
 		// A person set it without a generation: it applies to the current one. Said once, when
 		// the hub first sees it (hub-set terminations have their own event).
 		nt.ObservedGeneration = p.Generation
-		r.event(p, corev1.EventTypeWarning, EventTerminated, "Reconcile",
+		emit(p, corev1.EventTypeWarning, EventTerminated, "Reconcile",
 			"terminated (%s): no member is written until status.terminated is removed or the spec changes", nt.Reason)
 	}
-	obs := r.frozenObservation(p, w, urutauv1alpha1.ClusterTerminated,
+	obs := frozenObservation(p, w, urutauv1alpha1.ClusterTerminated,
 		"terminated: the hub writes nothing here until status.terminated is removed or the spec changes")
 	obs.Terminated = nt
 	p.Status = status.Compute(p.Status, obs)
@@ -85,8 +85,8 @@ func (r *CoordinatorReconciler) showTerminated(p *urutauv1alpha1.CDCPipeline, w 
 // showSourceChanged stalls a pipeline whose reader identity changed while a lease of the old one
 // still records it: running the new identity next to the old one's readers would break the
 // one-reader rule, and the old readers were never stopped.
-func (r *CoordinatorReconciler) showSourceChanged(p *urutauv1alpha1.CDCPipeline, w *world) {
-	obs := r.frozenObservation(p, w, urutauv1alpha1.ClusterPending, "the source identity changed: nothing is applied until it is changed back")
+func showSourceChanged(p *urutauv1alpha1.CDCPipeline, w *world) {
+	obs := frozenObservation(p, w, urutauv1alpha1.ClusterPending, "the source identity changed: nothing is applied until it is changed back")
 	obs.SourceChanged = fmt.Sprintf("the source's reader identity changed while ReaderLease(s) %s still record this pipeline's readers: change the source back, or create a new CDCPipeline for the new source and delete this one",
 		strings.Join(w.elsewhere, ", "))
 	p.Status = status.Compute(p.Status, obs)
@@ -95,15 +95,15 @@ func (r *CoordinatorReconciler) showSourceChanged(p *urutauv1alpha1.CDCPipeline,
 // showNoFenceImage stalls a fenced pipeline on a hub that has no --fence-image: its coordinator
 // cannot be rendered under the fence, and running it without would break the promise the fence
 // makes (a move away from an unreachable member completing by itself).
-func (r *CoordinatorReconciler) showNoFenceImage(p *urutauv1alpha1.CDCPipeline, w *world) {
-	obs := r.frozenObservation(p, w, urutauv1alpha1.ClusterPending, "fenced, and the hub has no --fence-image: nothing is applied")
+func showNoFenceImage(p *urutauv1alpha1.CDCPipeline, w *world) {
+	obs := frozenObservation(p, w, urutauv1alpha1.ClusterPending, "fenced, and the hub has no --fence-image: nothing is applied")
 	obs.HubMisconfigured = "spec.placement.fenced is true, but the hub runs without --fence-image (the image that holds /fence, the hub's own): nothing is applied until the hub is started with it, or the placement is no longer fenced"
 	p.Status = status.Compute(p.Status, obs)
 }
 
 // frozenObservation shows every member the pipeline is placed on or recorded in with one phase
 // and message, keeping what was known of its coordinator: nothing was asked of the members.
-func (r *CoordinatorReconciler) frozenObservation(p *urutauv1alpha1.CDCPipeline, w *world, phase urutauv1alpha1.ClusterPhase, msg string) status.Observation {
+func frozenObservation(p *urutauv1alpha1.CDCPipeline, w *world, phase urutauv1alpha1.ClusterPhase, msg string) status.Observation {
 	shown := sets.New(w.selected...).Insert(p.Status.Inventory...)
 	for _, e := range ownEntries(w.lease, p.UID) {
 		shown.Insert(e.Cluster)

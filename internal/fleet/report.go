@@ -24,13 +24,13 @@ func (r *CoordinatorReconciler) report(ctx context.Context, p *urutauv1alpha1.CD
 	obs := observation(p, w, pl, results)
 	orig := p.DeepCopy()
 	p.Status = status.Compute(p.Status, obs)
-	r.reportFailover(p, orig, w, results)
+	reportFailover(r.event, p, orig, w, results)
 	for m, d := range w.denied {
 		if _, ok := results[m]; !ok {
 			results[m] = memberwork.Denied(m, w.ids[m], d)
 		}
 	}
-	r.emitEvents(p, orig, results, pl)
+	emitEvents(r.event, p, orig, results, pl)
 	if obs.Terminated != nil {
 		ctrl.LoggerFrom(ctx).Info("terminated", "reason", obs.Terminated.Reason, "cluster", obs.Terminated.Cluster)
 		return ctrl.Result{}
