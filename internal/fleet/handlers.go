@@ -109,7 +109,7 @@ func (h *handlers) members(name multicluster.ClusterName, _ cluster.Cluster) han
 	}
 }
 
-// notOurEcho filters the hub watch of CDCPipelines (see echoFilter): the events of our own
+// notOurEcho filters the hub watch of CDCPipelines (see ssa.EchoFilter): the events of our own
 // finalizer and status writes. Writes by anyone else (a spec change, a person setting
 // status.terminated) carry another resourceVersion and are reconciled. A change none of our
 // writes makes (othersChange) passes whatever its resourceVersion: a write of ours that changed

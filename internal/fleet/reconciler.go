@@ -159,7 +159,7 @@ type CoordinatorReconciler struct {
 	// wakeLease has a ReaderLease's tombstone replay run again (LeaseReconciler.requeue).
 	wakeLease func(keys ...types.NamespacedName)
 	// hubEchoes and leaseEchoes filter the hub watch events of our own writes to pipelines and
-	// ReaderLeases (echoFilter).
+	// ReaderLeases (ssa.EchoFilter).
 	hubEchoes, leaseEchoes ssa.EchoFilter
 	// health checks every member periodically (members.Monitor); records publishes what it finds.
 	health healthChecks
@@ -189,7 +189,7 @@ func (r *CoordinatorReconciler) Reconcile(ctx context.Context, req mcreconcile.R
 		return ctrl.Result{RequeueAfter: lookAgainAfter}, nil
 	}
 	if _, again := r.lookAgain.LoadAndDelete(req.NamespacedName); again && err == nil && (res.RequeueAfter <= 0 || res.RequeueAfter > lookAgainAfter) {
-		// A change by someone else crossed one of our writes (echoFilter): see it now.
+		// A change by someone else crossed one of our writes (ssa.EchoFilter): see it now.
 		res.RequeueAfter = lookAgainAfter
 	}
 	return res, err

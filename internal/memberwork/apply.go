@@ -82,10 +82,10 @@ type ApplyJob struct {
 	Applier   *ssa.Applier
 	// Crossed is called when a change by someone else crossed one of the job's writes.
 	Crossed func()
-	// MayCreateCoordinator confirms the pipeline (stillCurrent) and the reader lease
+	// MayCreateCoordinator (required) confirms the pipeline (stillCurrent) and the reader lease
 	// (lease.Store.MayCreateCoordinator) before the coordinator StatefulSet is created.
 	MayCreateCoordinator func(context.Context) error
-	// LeaseWritten: this reconcile wrote the reader lease, so mayCreateCoordinator only confirms
+	// LeaseWritten: this reconcile wrote the reader lease, so MayCreateCoordinator only confirms
 	// the pipeline, which is harmless for a coordinator that exists: no member read before it.
 	LeaseWritten bool
 	// CacheMayLag: the member left a request unanswered lately, so its cache may miss objects or
@@ -94,7 +94,7 @@ type ApplyJob struct {
 	// Guard refuses to write over an object this pipeline does not own (adoption rules).
 	Guard func(kind string, existing client.Object) error
 	// Boundary is the tenancy boundary; nsCheck its check of the member namespace, made before
-	// the job's first write; hubNS and member are what that check decides from besides.
+	// the job's first write; HubNS and Member are what that check decides from besides.
 	Boundary tenancy.Boundary
 	HubNS    *corev1.Namespace
 	Member   inventory.Member

@@ -44,10 +44,10 @@ type Departed struct {
 	// TimedOut: a request to the member ran out of time.
 	TimedOut bool
 	// Failed: the pass did not finish (an error other than unreachable, or no answer in time),
-	// so state is the unsafe default rather than what the member holds.
+	// so State is the unsafe default rather than what the member holds.
 	Failed bool
 	// FencedUntil, for an unreachable member whose coordinator is fenced, is when the fence's
-	// bound passes and the move completes by itself (fencelease.go).
+	// bound passes and the move completes by itself (internal/fleet, fencelease.go).
 	FencedUntil time.Time
 }
 
@@ -88,7 +88,7 @@ func (j *CleanJob) Run(ctx context.Context) Departed {
 }
 
 // fenceLateWrites keeps a member that looks empty counted as holding while a write the hub sent
-// it without an answer may still be committed (Liveness.writeMayLand): a coordinator StatefulSet
+// it without an answer may still be committed (Liveness.WriteMayLand): a coordinator StatefulSet
 // created by it would start a reader after this pass found none.
 func fenceLateWrites(d Departed, member string, l *members.Liveness, host string, now time.Time) Departed {
 	if d.State != lease.Empty && d.State != lease.Draining {
@@ -420,8 +420,8 @@ func readerPods(ctx context.Context, reader client.Reader, e urutauv1alpha1.Leas
 	return out, nil
 }
 
-// PodOwner is what controls a coordinator pod: exists when a StatefulSet of that UID does, and
-// pipeline is the UID label that StatefulSet carries; foreign when a controller of another kind
+// PodOwner is what controls a coordinator pod: Exists when a StatefulSet of that UID does, and
+// pipeline is the UID label that StatefulSet carries; Foreign when a controller of another kind
 // does (its pod is counted, never deleted: that controller would only make it again).
 type PodOwner struct {
 	Exists, Foreign bool
