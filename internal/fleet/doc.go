@@ -88,6 +88,6 @@
 // # What it must not do
 //
 // It must not render objects itself (internal/coordinator does), list member clusters itself
-// (internal/inventory does) or delete anything in a member by name alone: every delete is
-// guarded by the pipeline-UID label and a UID precondition.
+// (internal/inventory does) or delete anything in a member by name alone: every delete carries a
+// UID precondition, on objects found by their labels (internal/memberwork says which).
 package fleet

@@ -57,7 +57,8 @@ type deleterByLabels interface {
 	DeletePartialMatch(labels prometheus.Labels) int
 }
 
-// memberMetrics are the vectors with a cluster label, dropped for a member that leaves.
+// memberMetrics are the vectors with a member label, dropped for a member that leaves (with
+// memberwork.ForgetMemberSeries).
 var memberMetrics = []deleterByLabels{
 	memberHeld, memberPipelines, orphans, strayPodsDeleted,
 }

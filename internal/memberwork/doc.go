@@ -16,9 +16,12 @@
 //	                        until it could have (fenceLateWrites)
 //	CleanupMember, CleanEntries, DeleteStrayPod, ControllerOf: the same cleanup for the orphan
 //	                        scan, the tombstone replay and stray pods
-//	LeaderFence leader.go   refuses every write once this hub replica may no longer lead
+//	LeaderFence leader.go   refuses the applies once this hub replica may no longer lead (the
+//	                        cleanup's deletes only stop readers, and do not ask it)
 //
-// Every delete is guarded by the pipeline-UID label and a UID precondition; nothing is deleted by
-// name alone. Its metrics (metrics.go) are urutau_fleet_member_reconcile_duration_seconds and
+// Every delete carries a UID precondition, and nothing is deleted by name alone: objects are
+// found by the pipeline-UID label, except a coordinator StatefulSet a person stripped of that
+// label but that keeps the hub's other labels for the pipeline (deleteUnlabelled), and a reader
+// pod no StatefulSet controls, found by the coordinator's selector labels (DeleteStrayPod). Its metrics (metrics.go) are urutau_fleet_member_reconcile_duration_seconds and
 // urutau_fleet_member_errors_total, per member.
 package memberwork

@@ -113,6 +113,9 @@ func (j *ApplyJob) stopCoordinator(ctx context.Context, res *Result, w *coordina
 	}
 	if sts.Spec.Replicas != nil && *sts.Spec.Replicas == 0 {
 		// Stopped by an earlier pass: the status keeps saying so, and the event stays the same.
+		// It reads spec.replicas (from the cache unless it may lag), not the pods: a cache one
+		// pass behind, or a StatefulSet replaced at zero by hand over an orphaned pod, shows
+		// stopped while a pod may still run (readerPods counts those when the member is left).
 		res.Obs.Message += stoppedNote
 		res.EventMessage = res.Obs.Message
 		return
