@@ -122,15 +122,24 @@ var _ = Describe("The tenancy boundary and foreign objects, at reconcile", func(
 			s.Labels = nil
 			g.Expect(members["a"].Client.Update(ctx, s)).To(Succeed())
 		}).Should(Succeed())
+		stopped := "its coordinator is scaled to zero until then, and no pod of it runs"
 		Eventually(func(g Gomega) {
 			g.Expect(replicas(g)).To(BeEquivalentTo(0))
 			a := clusterStatus(getPipeline(g, ctx, key), "a")
 			g.Expect(a.Message).To(ContainSubstring(tenancy.ReasonSecretNotOptedIn))
-			g.Expect(a.Message).To(ContainSubstring("scaled to zero"))
+			g.Expect(a.Message).To(HaveSuffix(stopped), "stopped once its controller saw the scale (seeScalesToZero) and no pod is left")
 		}).Should(Succeed())
+		denials := func(g Gomega) int32 {
+			ev := &eventsList{}
+			g.Expect(hubClient.List(ctx, &ev.EventList, client.InNamespace(ns))).To(Succeed())
+			return ev.delivered(fleet.EventPlacementDenied, p.Name)
+		}
+		Eventually(denials).Should(BeNumerically(">=", 2), "one Warning while being scaled, one once stopped")
+		seen := denials(Default)
 		Consistently(func(g Gomega) {
 			a := clusterStatus(getPipeline(g, ctx, key), "a")
-			g.Expect(a.Message).To(ContainSubstring("scaled to zero"), "the passes after the one that scaled say it too")
+			g.Expect(a.Message).To(HaveSuffix(stopped), "the passes after the one that scaled say it too")
+			g.Expect(denials(g)).To(Equal(seen), "no new Warning while nothing changes")
 		}, 3*time.Second).Should(Succeed())
 
 		By("opened again: it runs again")

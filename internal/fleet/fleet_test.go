@@ -535,6 +535,21 @@ func editImage(ctx context.Context, m *testenv.Cluster, ns, pipeline, img string
 
 type eventsList struct{ corev1.EventList }
 
+// delivered counts the events of reason on the object named name, repeats of one event included.
+func (e *eventsList) delivered(reason, name string) int32 {
+	var n int32
+	for _, ev := range e.Items {
+		if ev.Reason != reason || ev.InvolvedObject.Name != name {
+			continue
+		}
+		n += max(ev.Count, 1)
+		if ev.Series != nil {
+			n += ev.Series.Count
+		}
+	}
+	return n
+}
+
 func (e *eventsList) reasons() []string {
 	var out []string
 	for _, ev := range e.Items {

@@ -105,18 +105,17 @@ func (j *ApplyJob) secretsOpen(ctx context.Context, read map[string]*corev1.Secr
 // stopCoordinator scales the pipeline's coordinator in the member to zero, when it runs there: a
 // Secret it mounts is no longer open to it (closed, or replaced by one that never opted in), and
 // the kubelet would go on refreshing the mounted copy. It starts again once the Secret is open.
+// The StatefulSet is read from the member itself: the note this adds to the status says what
+// runs there now, which a cache one pass behind may not show.
 func (j *ApplyJob) stopCoordinator(ctx context.Context, res *Result, w *coordinator.Workload) {
 	sts := &appsv1.StatefulSet{}
-	err := j.reader().Get(ctx, client.ObjectKey{Namespace: j.Pipeline.Namespace, Name: coordinator.CoordinatorName(j.Pipeline.Name)}, sts)
+	err := j.Conn.Live.Get(ctx, client.ObjectKey{Namespace: j.Pipeline.Namespace, Name: coordinator.CoordinatorName(j.Pipeline.Name)}, sts)
 	if err != nil || sts.Labels[urutauv1alpha1.LabelHubPipelineUID] != string(j.Pipeline.UID) {
 		return
 	}
 	if sts.Spec.Replicas != nil && *sts.Spec.Replicas == 0 {
-		// Stopped by an earlier pass: the status keeps saying so, and the event stays the same.
-		// It reads spec.replicas (from the cache unless it may lag), not the pods: a cache one
-		// pass behind, or a StatefulSet replaced at zero by hand over an orphaned pod, shows
-		// stopped while a pod may still run (readerPods counts those when the member is left).
-		res.Obs.Message += stoppedNote
+		// Held by an earlier pass: every pass says what is left of it, with the same event.
+		res.Obs.Message += j.heldNote(ctx, sts)
 		res.EventMessage = res.Obs.Message
 		return
 	}
@@ -131,12 +130,49 @@ func (j *ApplyJob) stopCoordinator(ctx context.Context, res *Result, w *coordina
 		ctrl.LoggerFrom(ctx).Info("scaling the coordinator to zero failed", "error", err.Error())
 		return
 	}
-	res.Obs.Message += stoppedNote
+	res.Obs.Message += stoppingNote + notSeenYet
 	res.EventMessage = res.Obs.Message
 }
 
-// stoppedNote ends the message of a member whose coordinator stopCoordinator holds at zero.
-const stoppedNote = "; its coordinator is scaled to zero until then"
+// heldNote says what is left of a coordinator StatefulSet held at zero, read from the member:
+// stopped once its controller has seen the scale and no pod of the pipeline is left, pods it
+// does not control included (a StatefulSet deleted with --cascade=orphan and made again at zero
+// leaves its pod running).
+func (j *ApplyJob) heldNote(ctx context.Context, sts *appsv1.StatefulSet) string {
+	if sts.Status.ObservedGeneration < sts.Generation {
+		return stoppingNote + notSeenYet
+	}
+	pods, err := readerPods(ctx, j.Conn.Live, urutauv1alpha1.LeaseMember{PipelineUID: j.Pipeline.UID,
+		PipelineNamespace: j.Pipeline.Namespace, PipelineName: j.Pipeline.Name, Namespace: j.Pipeline.Namespace})
+	switch {
+	case err != nil:
+		return stoppingNote + ": its pods could not be listed (" + err.Error() + ")"
+	case len(pods.counted) > 0:
+		return fmt.Sprintf("%s: %d pod(s) of it still run (%s)", stoppingNote, len(pods.counted), podNames(pods.counted, 3))
+	}
+	return stoppedNote
+}
+
+// podNames names the first limit pods, and says how many more there are.
+func podNames(pods []corev1.Pod, limit int) string {
+	names := make([]string, 0, limit+1)
+	for i := range pods {
+		if i == limit {
+			names = append(names, fmt.Sprintf("and %d more", len(pods)-limit))
+			break
+		}
+		names = append(names, pods[i].Name)
+	}
+	return strings.Join(names, ", ")
+}
+
+// The notes that end the message of a member whose coordinator stopCoordinator holds at zero:
+// stopped, or not yet.
+const (
+	stoppedNote  = "; its coordinator is scaled to zero until then, and no pod of it runs"
+	stoppingNote = "; its coordinator is being scaled to zero until then"
+	notSeenYet   = ": its StatefulSet controller has not seen the scale yet"
+)
 
 // workerNamesFree refuses the Role, and so the whole apply, when a name it grants the coordinator
 // get and update on (a worker group's StatefulSet and Service, derived from the tables) is taken
