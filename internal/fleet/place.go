@@ -3,6 +3,7 @@ package fleet
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -141,9 +142,31 @@ func (r *CoordinatorReconciler) unreachableEntry(e urutauv1alpha1.LeaseMember, w
 		return msg
 	}
 	if id, ok := w.ids[e.Cluster]; ok && id != e.ClusterID {
-		return fmt.Sprintf("cluster %q now answers as identity %s; this pipeline's objects went to identity %s, which the hub cannot reach", e.Cluster, id, e.ClusterID)
+		return identityMoved(e, id, w.ids)
 	}
 	return ""
+}
+
+// identityMoved says why an entry whose name reaches another cluster (identity id) now is not
+// emptied: its own cluster answers under no registered name, or under names this pipeline is not
+// placed on, where the entry follows it only once a person accepts the new identity of its name
+// (renamedTo). ids are the identities answering, by name.
+func identityMoved(e urutauv1alpha1.LeaseMember, id string, ids map[string]string) string {
+	msg := fmt.Sprintf("cluster %q now answers as identity %s; this pipeline's objects went to identity %s", e.Cluster, id, e.ClusterID)
+	var names []string
+	for _, n := range sortedKeys(ids) {
+		if ids[n] == e.ClusterID {
+			names = append(names, strconv.Quote(n))
+		}
+	}
+	switch len(names) {
+	case 0:
+		return msg + ", which the hub cannot reach"
+	case 1:
+		return msg + fmt.Sprintf(", which answers as cluster %s, where this pipeline is not placed: they are left as they are until a person accepts the new identity of %q (annotate its inventory entry %s=%s); they are removed from %s then",
+			names[0], e.Cluster, urutauv1alpha1.AnnotationClusterID, id, names[0])
+	}
+	return msg + fmt.Sprintf(", which answers as clusters %s, where this pipeline is not placed: the hub cannot tell which of them to empty, and leaves them as they are", strings.Join(names, ", "))
 }
 
 // cleanOn runs a memberwork.CleanJob on member, unless it is slow; a timeout marks it down.
