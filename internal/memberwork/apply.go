@@ -121,7 +121,7 @@ func (j *ApplyJob) Run(ctx context.Context) (res Result) {
 	if err != nil {
 		// The hub-wide render succeeded, so this is the member's override: terminal.
 		msg := fmt.Sprintf("rendering for cluster %q: %v", j.Conn.Name, err)
-		res.Terminate(urutauv1alpha1.ReasonInvalidSpec, j.Conn.Name, msg, EventInvalidSpec)
+		res.terminate(urutauv1alpha1.ReasonInvalidSpec, j.Conn.Name, msg, EventInvalidSpec)
 		return res
 	}
 	reads := j.prefetch(ctx, w)
@@ -150,7 +150,8 @@ func (j *ApplyJob) Run(ctx context.Context) (res Result) {
 	return res
 }
 
-func (res *Result) Terminate(reason, cluster, msg, event string) {
+// terminate makes the result terminal: the pipeline is written nowhere until a person acts.
+func (res *Result) terminate(reason, cluster, msg, event string) {
 	res.Terminal = &urutauv1alpha1.Terminated{Reason: reason, Cluster: cluster, Message: msg}
 	res.Obs.Phase, res.Obs.Message = urutauv1alpha1.ClusterTerminated, msg
 	res.EventReason, res.EventMessage = event, msg
@@ -300,7 +301,7 @@ func (j *ApplyJob) secretsReady(ctx context.Context, res *Result, w *coordinator
 			return false
 		case len(s.Data[ref.Key]) == 0:
 			msg := fmt.Sprintf("Secret %s/%s in cluster %q has no key %q", j.Pipeline.Namespace, ref.Name, j.Conn.Name, ref.Key)
-			res.Terminate(urutauv1alpha1.ReasonSecretValidationFailed, j.Conn.Name, msg, EventInvalidSecret)
+			res.terminate(urutauv1alpha1.ReasonSecretValidationFailed, j.Conn.Name, msg, EventInvalidSecret)
 			return false
 		}
 		read[ref.Name] = s
@@ -330,7 +331,7 @@ func (j *ApplyJob) boundaryAllows(res *Result, err error) bool {
 	case errors.As(err, &d):
 		*res = Denied(j.Conn.Name, j.ClusterID, d)
 		return false
-	case errors.Is(err, ErrNotLeading):
+	case errors.Is(err, errNotLeading):
 		// Not a failure of the member: this replica is about to stop, another one leads.
 		res.Retry = true
 		res.Obs.Phase, res.Obs.Message = urutauv1alpha1.ClusterPending, "not applied: "+err.Error()

@@ -30,8 +30,8 @@ type LeaderFence struct {
 	renewed time.Time
 }
 
-// ErrNotLeading is a member write refused because this replica may no longer lead.
-var ErrNotLeading = errors.New("this hub replica may no longer be the leader")
+// errNotLeading is a member write refused because this replica may no longer lead.
+var errNotLeading = errors.New("this hub replica may no longer be the leader")
 
 // Create takes the lock and records when.
 func (f *LeaderFence) Create(ctx context.Context, ler resourcelock.LeaderElectionRecord) error {
@@ -70,7 +70,7 @@ func (f *LeaderFence) Fresh(now time.Time) error {
 	renewed := f.renewed
 	f.mu.Unlock()
 	if age := now.Sub(renewed); renewed.IsZero() || age >= f.RenewDeadline {
-		return fmt.Errorf("%w: its leader-election lease was last renewed %s ago (renew deadline %s)", ErrNotLeading, age.Round(time.Millisecond), f.RenewDeadline)
+		return fmt.Errorf("%w: its leader-election lease was last renewed %s ago (renew deadline %s)", errNotLeading, age.Round(time.Millisecond), f.RenewDeadline)
 	}
 	return nil
 }

@@ -26,7 +26,7 @@ func TestLeaderFence(t *testing.T) {
 	}
 	lock := &fakeLock{}
 	f := &LeaderFence{Interface: lock, RenewDeadline: 10 * time.Second}
-	if err := f.Fresh(time.Now()); !errors.Is(err, ErrNotLeading) {
+	if err := f.Fresh(time.Now()); !errors.Is(err, errNotLeading) {
 		t.Fatalf("never renewed: %v", err)
 	}
 	if err := f.Create(t.Context(), resourcelock.LeaderElectionRecord{}); err != nil {
@@ -36,12 +36,12 @@ func TestLeaderFence(t *testing.T) {
 	if err := f.Fresh(now); err != nil {
 		t.Fatalf("just renewed: %v", err)
 	}
-	if err := f.Fresh(now.Add(11 * time.Second)); !errors.Is(err, ErrNotLeading) {
+	if err := f.Fresh(now.Add(11 * time.Second)); !errors.Is(err, errNotLeading) {
 		t.Fatalf("frozen for 11s: %v", err)
 	}
 	lock.err = errors.New("conflict")
 	_ = f.Update(t.Context(), resourcelock.LeaderElectionRecord{})
-	if err := f.Fresh(now.Add(11 * time.Second)); !errors.Is(err, ErrNotLeading) {
+	if err := f.Fresh(now.Add(11 * time.Second)); !errors.Is(err, errNotLeading) {
 		t.Fatalf("a failed renewal counted: %v", err)
 	}
 	lock.err = nil
