@@ -151,7 +151,7 @@ func TestApplierConfirmsWhatALaggingCacheShows(t *testing.T) {
 			a := &Applier{}
 			if tc.ours {
 				// What apply remembers of its own write: these bytes, answered with this version.
-				a.remember("member-a", req, sha256.Sum256(req.desiredJSON), "7")
+				a.remember(a.cacheKey("member-a", req.kind, req.key), sha256.Sum256(req.desiredJSON), "7")
 			}
 			wrote, err := a.Apply(t.Context(), cached, live, nil, "member-a", "urutau-operator@member-a", req)
 			if wrote || !errors.Is(err, tc.want) {
