@@ -122,7 +122,7 @@ var _ = Describe("The tenancy boundary and foreign objects, at reconcile", func(
 			s.Labels = nil
 			g.Expect(members["a"].Client.Update(ctx, s)).To(Succeed())
 		}).Should(Succeed())
-		stopped := "its coordinator is scaled to zero until then, and no pod of it runs"
+		stopped := "its coordinator is scaled to zero until then, and no pod with its labels is left"
 		Eventually(func(g Gomega) {
 			g.Expect(replicas(g)).To(BeEquivalentTo(0))
 			a := clusterStatus(getPipeline(g, ctx, key), "a")

@@ -106,15 +106,22 @@ func (j *ApplyJob) secretsOpen(ctx context.Context, read map[string]*corev1.Secr
 // Secret it mounts is no longer open to it (closed, or replaced by one that never opted in), and
 // the kubelet would go on refreshing the mounted copy. It starts again once the Secret is open.
 // The StatefulSet is read from the member itself: the note this adds to the status says what
-// runs there now, which a cache one pass behind may not show.
+// runs there now, which a cache one pass behind may not show. The notes are fixed texts (no
+// counts, names or errors), so that a member whose pods or answers churn does not make a new
+// message, a status write and a Warning on every pass.
 func (j *ApplyJob) stopCoordinator(ctx context.Context, res *Result, w *coordinator.Workload) {
 	sts := &appsv1.StatefulSet{}
 	err := j.Conn.Live.Get(ctx, client.ObjectKey{Namespace: j.Pipeline.Namespace, Name: coordinator.CoordinatorName(j.Pipeline.Name)}, sts)
-	if err != nil || sts.Labels[urutauv1alpha1.LabelHubPipelineUID] != string(j.Pipeline.UID) {
+	switch {
+	case apierrors.IsNotFound(err), err == nil && sts.Labels[urutauv1alpha1.LabelHubPipelineUID] != string(j.Pipeline.UID):
+		return // nothing of this pipeline's to stop
+	case err != nil:
+		ctrl.LoggerFrom(ctx).Info("reading the coordinator to scale it to zero failed", "error", err.Error())
+		res.Obs.Message += stoppingNote + notRead
+		res.EventMessage = res.Obs.Message
 		return
-	}
-	if sts.Spec.Replicas != nil && *sts.Spec.Replicas == 0 {
-		// Held by an earlier pass: every pass says what is left of it, with the same event.
+	case sts.Spec.Replicas != nil && *sts.Spec.Replicas == 0:
+		// Held by an earlier pass: every pass says what is left of it.
 		res.Obs.Message += j.heldNote(ctx, sts)
 		res.EventMessage = res.Obs.Message
 		return
@@ -134,44 +141,42 @@ func (j *ApplyJob) stopCoordinator(ctx context.Context, res *Result, w *coordina
 	res.EventMessage = res.Obs.Message
 }
 
-// heldNote says what is left of a coordinator StatefulSet held at zero, read from the member:
-// stopped once its controller has seen the scale and no pod of the pipeline is left, pods it
-// does not control included (a StatefulSet deleted with --cascade=orphan and made again at zero
-// leaves its pod running).
+// heldNote says what is left of sts, the pipeline's coordinator StatefulSet held at zero, read
+// from the member: stopped once its controller has seen the scale and no pod with the
+// coordinator's or its workers' labels is left in the namespace, whoever controls it (a
+// StatefulSet deleted with --cascade=orphan and made again at zero leaves its pod running). The
+// pods are listed as metadata, at most podsLooked per selector: a namespace full of labelled pods
+// costs the same two requests.
 func (j *ApplyJob) heldNote(ctx context.Context, sts *appsv1.StatefulSet) string {
 	if sts.Status.ObservedGeneration < sts.Generation {
 		return stoppingNote + notSeenYet
 	}
-	pods, err := readerPods(ctx, j.Conn.Live, urutauv1alpha1.LeaseMember{PipelineUID: j.Pipeline.UID,
-		PipelineNamespace: j.Pipeline.Namespace, PipelineName: j.Pipeline.Name, Namespace: j.Pipeline.Namespace})
-	switch {
-	case err != nil:
-		return stoppingNote + ": its pods could not be listed (" + err.Error() + ")"
-	case len(pods.counted) > 0:
-		return fmt.Sprintf("%s: %d pod(s) of it still run (%s)", stoppingNote, len(pods.counted), podNames(pods.counted, 3))
+	for _, sel := range readerSelectors(j.Pipeline.Name) {
+		pods := &metav1.PartialObjectMetadataList{}
+		pods.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PodList"))
+		err := j.Conn.Live.List(ctx, pods, client.InNamespace(j.Pipeline.Namespace), client.MatchingLabels(sel), client.Limit(podsLooked))
+		switch {
+		case err != nil:
+			ctrl.LoggerFrom(ctx).Info("listing the coordinator's pods failed", "error", err.Error())
+			return stoppingNote + notRead
+		case len(pods.Items) > 0:
+			return stoppingNote + podsLeft
+		}
 	}
 	return stoppedNote
 }
 
-// podNames names the first limit pods, and says how many more there are.
-func podNames(pods []corev1.Pod, limit int) string {
-	names := make([]string, 0, limit+1)
-	for i := range pods {
-		if i == limit {
-			names = append(names, fmt.Sprintf("and %d more", len(pods)-limit))
-			break
-		}
-		names = append(names, pods[i].Name)
-	}
-	return strings.Join(names, ", ")
-}
+// podsLooked bounds the pods heldNote reads per selector: one is enough to say some are left.
+const podsLooked = 1
 
 // The notes that end the message of a member whose coordinator stopCoordinator holds at zero:
-// stopped, or not yet.
+// stopped, or not yet, and why.
 const (
-	stoppedNote  = "; its coordinator is scaled to zero until then, and no pod of it runs"
+	stoppedNote  = "; its coordinator is scaled to zero until then, and no pod with its labels is left"
 	stoppingNote = "; its coordinator is being scaled to zero until then"
 	notSeenYet   = ": its StatefulSet controller has not seen the scale yet"
+	podsLeft     = ": pods with its labels are still there"
+	notRead      = ": it could not be read from the member"
 )
 
 // workerNamesFree refuses the Role, and so the whole apply, when a name it grants the coordinator
