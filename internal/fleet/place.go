@@ -40,7 +40,7 @@ func (r *CoordinatorReconciler) place(ctx context.Context, p *urutauv1alpha1.CDC
 	w.held = r.holdSharedReaders(ctx, p, w, current, targets)
 	pl := &placed{departed: r.cleanDeparted(ctx, p, w, departedEntries(current, p.UID, targets))}
 	fi := r.prepareFence(ctx, p, current, targets, pl.departed)
-	confirmed := ConfirmedGone(p).Union(w.accepted)
+	confirmed := ConfirmedGone(p).Union(acceptedGone(w.accepted, current, w.ids))
 	observed := map[lease.Key]lease.State{}
 	for k, d := range pl.departed {
 		observed[k] = d.State
@@ -149,24 +149,58 @@ func (r *CoordinatorReconciler) unreachableEntry(e urutauv1alpha1.LeaseMember, w
 
 // identityMoved says why an entry whose name reaches another cluster (identity id) now is not
 // emptied: its own cluster answers under no registered name, or under names this pipeline is not
-// placed on, where the entry follows it only once a person accepts the new identity of its name
-// (renamedTo). ids are the identities answering, by name.
+// placed on. With one such name the entry follows its cluster there once a platform admin
+// accepts the new identity of its name while the placement selects it (renamedTo); with more,
+// nothing tells which to empty. ids are the identities answering, by name.
 func identityMoved(e urutauv1alpha1.LeaseMember, id string, ids map[string]string) string {
 	msg := fmt.Sprintf("cluster %q now answers as identity %s; this pipeline's objects went to identity %s", e.Cluster, id, e.ClusterID)
-	var names []string
-	for _, n := range sortedKeys(ids) {
-		if ids[n] == e.ClusterID {
-			names = append(names, strconv.Quote(n))
-		}
-	}
+	names := answeringAs(ids, e.ClusterID)
 	switch len(names) {
 	case 0:
 		return msg + ", which the hub cannot reach"
 	case 1:
-		return msg + fmt.Sprintf(", which answers as cluster %s, where this pipeline is not placed: they are left as they are until a person accepts the new identity of %q (annotate its inventory entry %s=%s); they are removed from %s then",
-			names[0], e.Cluster, urutauv1alpha1.AnnotationClusterID, id, names[0])
+		return msg + fmt.Sprintf(", which answers as cluster %q, where this pipeline is not placed: they are left as they are, and the move waits, until a platform admin accepts the new identity of %q (annotate its inventory entry %s=%s) while the placement selects %q; they are removed from %q then",
+			names[0], e.Cluster, urutauv1alpha1.AnnotationClusterID, id, e.Cluster, names[0])
 	}
-	return msg + fmt.Sprintf(", which answers as clusters %s, where this pipeline is not placed: the hub cannot tell which of them to empty, and leaves them as they are", strings.Join(names, ", "))
+	return msg + fmt.Sprintf(", which answers as clusters %s, where this pipeline is not placed: the hub cannot tell which of them to empty, and the move waits; remove them from that cluster by hand (label %s=%s), then confirm %q gone (%s)",
+		quoted(names), urutauv1alpha1.LabelHubPipelineUID, e.PipelineUID, e.Cluster, urutauv1alpha1.AnnotationConfirmGone)
+}
+
+// answeringAs are the registered names answering with identity id, sorted.
+func answeringAs(ids map[string]string, id string) []string {
+	var out []string
+	for _, n := range sortedKeys(ids) {
+		if ids[n] == id {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func quoted(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = strconv.Quote(n)
+	}
+	return strings.Join(q, ", ")
+}
+
+// acceptedGone are the names of accepted (a new identity accepted under that name) whose old
+// clusters count as gone: accepting a new cluster under a name says nothing of the old one when
+// it still answers under other registered names, where followRenames could not take its entries
+// (more than one such name). Those entries keep holding the move: the old cluster may still run
+// a reader.
+func acceptedGone(accepted sets.Set[string], l *urutauv1alpha1.ReaderLease, ids map[string]string) sets.Set[string] {
+	out := accepted.Clone()
+	if l == nil {
+		return out
+	}
+	for _, e := range l.Spec.Members {
+		if out.Has(e.Cluster) && ids[e.Cluster] != e.ClusterID && len(answeringAs(ids, e.ClusterID)) > 0 {
+			out.Delete(e.Cluster)
+		}
+	}
+	return out
 }
 
 // cleanOn runs a memberwork.CleanJob on member, unless it is slow; a timeout marks it down.
