@@ -46,6 +46,8 @@ func TestMemberLabel(t *testing.T) {
 // stay.
 func TestForgetMemberSeries(t *testing.T) {
 	ctx := t.Context()
+	// The registry is global: leave no series to the tests after this one.
+	t.Cleanup(func() { forgetMemberSeries("stays") })
 	for _, member := range []string{"gone", "stays"} {
 		memberHeld.WithLabelValues(member).Set(1)
 		// A job that fails at once still times itself: a series of the member jobs' histogram.

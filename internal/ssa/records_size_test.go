@@ -7,8 +7,13 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unsafe"
 
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 )
 
 // recordBytes is the heap the applier's records of n applied objects hold (the no-op record and
@@ -46,5 +51,33 @@ func TestAppliedRecordBytes(t *testing.T) {
 	t.Logf("applier records per applied object: %.0f B with a key per record, %.0f B with one shared key (%.2fx)", separate, shared, shared/separate)
 	if shared > separate-48 {
 		t.Errorf("%.0f B per object with one shared key, %.0f B with a key per record: want at least a key's 48 B fewer", shared, separate)
+	}
+}
+
+// Apply keeps one key string per object for both records: the no-op record's key is the echo
+// filter's, the same bytes in memory, not an equal copy.
+func TestApplySharesTheRecordKey(t *testing.T) {
+	scheme := k8sruntime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	member := fake.NewClientBuilder().WithScheme(scheme).Build()
+	req, err := Service(corev1ac.Service("p-coordinator", "cdc"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &Applier{}
+	if wrote, err := a.Apply(t.Context(), member, member, member, "member-a", "urutau-operator@member-a", req); !wrote || err != nil {
+		t.Fatalf("apply = %v, %v; want a write", wrote, err)
+	}
+	if len(a.seen) != 1 || len(a.echoes.written) != 1 {
+		t.Fatalf("%d no-op records and %d echo records, want 1 each", len(a.seen), len(a.echoes.written))
+	}
+	for seen := range a.seen {
+		for echo := range a.echoes.written {
+			if seen != echo || unsafe.StringData(seen) != unsafe.StringData(echo) {
+				t.Errorf("the records hold two key strings (%q at %p, %q at %p), want one", seen, unsafe.StringData(seen), echo, unsafe.StringData(echo))
+			}
+		}
 	}
 }
