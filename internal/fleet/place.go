@@ -40,7 +40,7 @@ func (r *CoordinatorReconciler) place(ctx context.Context, p *urutauv1alpha1.CDC
 	w.held = r.holdSharedReaders(ctx, p, w, current, targets)
 	pl := &placed{departed: r.cleanDeparted(ctx, p, w, departedEntries(current, p.UID, targets))}
 	fi := r.prepareFence(ctx, p, current, targets, pl.departed)
-	confirmed := ConfirmedGone(p).Union(acceptedGone(w.accepted, current, w.ids))
+	confirmed := ConfirmedGone(p).Union(acceptedGone(w.accepted, ownEntries(current, p.UID), w.ids))
 	observed := map[lease.Key]lease.State{}
 	for k, d := range pl.departed {
 		observed[k] = d.State
@@ -162,8 +162,8 @@ func identityMoved(e urutauv1alpha1.LeaseMember, id string, ids map[string]strin
 		return msg + fmt.Sprintf(", which answers as cluster %q, where this pipeline is not placed: they are left as they are, and the move waits, until a platform admin accepts the new identity of %q (annotate its inventory entry %s=%s) while the placement selects %q; they are removed from %q then",
 			names[0], e.Cluster, urutauv1alpha1.AnnotationClusterID, id, e.Cluster, names[0])
 	}
-	return msg + fmt.Sprintf(", which answers as clusters %s, where this pipeline is not placed: the hub cannot tell which of them to empty, and the move waits; remove them from that cluster by hand (label %s=%s), then confirm %q gone (%s)",
-		quoted(names), urutauv1alpha1.LabelHubPipelineUID, e.PipelineUID, e.Cluster, urutauv1alpha1.AnnotationConfirmGone)
+	return msg + fmt.Sprintf(", which answers as clusters %s, where this pipeline is not placed: the hub cannot tell which of them to empty, and the move waits; remove them from that cluster by hand (objects labelled %s=%s, and pods labelled %s=%s: wait until none is left), then confirm %q gone (%s)",
+		quoted(names), urutauv1alpha1.LabelHubPipelineUID, e.PipelineUID, urutauv1alpha1.LabelPipeline, e.PipelineName, e.Cluster, urutauv1alpha1.AnnotationConfirmGone)
 }
 
 // answeringAs are the registered names answering with identity id, sorted.
@@ -186,17 +186,15 @@ func quoted(names []string) string {
 }
 
 // acceptedGone are the names of accepted (a new identity accepted under that name) whose old
-// clusters count as gone: accepting a new cluster under a name says nothing of the old one when
-// it still answers under other registered names, where followRenames could not take its entries
-// (more than one such name). Those entries keep holding the move: the old cluster may still run
-// a reader.
-func acceptedGone(accepted sets.Set[string], l *urutauv1alpha1.ReaderLease, ids map[string]string) sets.Set[string] {
+// clusters count as gone for this pipeline, whose entries are own: accepting a new cluster under
+// a name says nothing of the old one when it still answers under other registered names, where
+// followRenames could not take the entry (more than one such name). Such an Active entry keeps
+// holding the move: the old cluster may still run a reader. Entries in other states, or of other
+// pipelines, are not settled by a confirmation (lease.Plan) and change nothing here.
+func acceptedGone(accepted sets.Set[string], own []urutauv1alpha1.LeaseMember, ids map[string]string) sets.Set[string] {
 	out := accepted.Clone()
-	if l == nil {
-		return out
-	}
-	for _, e := range l.Spec.Members {
-		if out.Has(e.Cluster) && ids[e.Cluster] != e.ClusterID && len(answeringAs(ids, e.ClusterID)) > 0 {
+	for _, e := range own {
+		if e.State == urutauv1alpha1.LeaseMemberActive && out.Has(e.Cluster) && ids[e.Cluster] != e.ClusterID && len(answeringAs(ids, e.ClusterID)) > 0 {
 			out.Delete(e.Cluster)
 		}
 	}

@@ -13,7 +13,7 @@ import (
 // does; the way out it names for one such name (accept the new identity of the entry's name while
 // the placement selects it) is the one that moves the entry there to be emptied (renamedTo).
 func TestIdentityMoved(t *testing.T) {
-	e := urutauv1alpha1.LeaseMember{Cluster: "a", ClusterID: "id-old", PipelineUID: "uid-p"}
+	e := urutauv1alpha1.LeaseMember{Cluster: "a", ClusterID: "id-old", PipelineUID: "uid-p", PipelineName: "orders"}
 	for _, tc := range []struct {
 		name      string
 		ids       map[string]string
@@ -30,8 +30,8 @@ func TestIdentityMoved(t *testing.T) {
 				urutauv1alpha1.AnnotationClusterID + `=id-new) while the placement selects "a"; they are removed from "b" then`,
 			not: "cannot reach", renamed: true, acceptedTo: "b"},
 		{name: "its cluster answers under two names", ids: map[string]string{"a": "id-new", "b": "id-old", "c": "id-old"},
-			want: `which answers as clusters "b", "c", where this pipeline is not placed: the hub cannot tell which of them to empty, and the move waits; remove them from that cluster by hand (label ` +
-				urutauv1alpha1.LabelHubPipelineUID + `=uid-p), then confirm "a" gone`,
+			want: `which answers as clusters "b", "c", where this pipeline is not placed: the hub cannot tell which of them to empty, and the move waits; remove them from that cluster by hand (objects labelled ` +
+				urutauv1alpha1.LabelHubPipelineUID + `=uid-p, and pods labelled ` + urutauv1alpha1.LabelPipeline + `=orders: wait until none is left), then confirm "a" gone`,
 			not: "cannot reach", renamed: true, acceptedTo: ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -56,16 +56,28 @@ func TestIdentityMoved(t *testing.T) {
 
 // Accepting a new identity under a name confirms the old cluster gone only when it no longer
 // answers under another registered name: one that does may still run a reader (issue #26, 7).
+// Only the pipeline's own Active entries count: another pipeline's tombstone whose cluster
+// answers under two names holds nothing of this one.
 func TestAcceptedGone(t *testing.T) {
-	lease := &urutauv1alpha1.ReaderLease{Spec: urutauv1alpha1.ReaderLeaseSpec{Members: []urutauv1alpha1.LeaseMember{
-		{Cluster: "a", ClusterID: "id-old"}, {Cluster: "d", ClusterID: "id-d-old"}, {Cluster: "e", ClusterID: "id-e"},
-	}}}
-	ids := map[string]string{"a": "id-a-new", "b": "id-old", "c": "id-old", "d": "id-d-new", "e": "id-e"}
-	got := acceptedGone(sets.New("a", "d", "e"), lease, ids)
-	if want := sets.New("d", "e"); !got.Equal(want) {
+	active := urutauv1alpha1.LeaseMemberActive
+	own := []urutauv1alpha1.LeaseMember{
+		{Cluster: "a", ClusterID: "id-old", State: active}, {Cluster: "d", ClusterID: "id-d-old", State: active},
+		{Cluster: "e", ClusterID: "id-e", State: active}, {Cluster: "f", ClusterID: "id-old", State: urutauv1alpha1.LeaseMemberDrained},
+	}
+	ids := map[string]string{"a": "id-a-new", "b": "id-old", "c": "id-old", "d": "id-d-new", "e": "id-e", "f": "id-f-new"}
+	got := acceptedGone(sets.New("a", "d", "e", "f"), own, ids)
+	if want := sets.New("d", "e", "f"); !got.Equal(want) {
 		t.Errorf("confirmed gone by acceptance: %v, want %v (a's old cluster answers as b and c)", sets.List(got), sets.List(want))
 	}
 	if got := acceptedGone(sets.New("a"), nil, ids); !got.Equal(sets.New("a")) {
-		t.Errorf("no lease: %v, want a", sets.List(got))
+		t.Errorf("no entry of the pipeline: %v, want a", sets.List(got))
+	}
+	// Through the lease as reconcile reads it: another pipeline's tombstone at a holds nothing.
+	lease := &urutauv1alpha1.ReaderLease{Spec: urutauv1alpha1.ReaderLeaseSpec{Members: []urutauv1alpha1.LeaseMember{
+		{Cluster: "a", ClusterID: "id-gone", PipelineUID: "uid-p", State: active},
+		{Cluster: "a", ClusterID: "id-old", PipelineUID: "uid-q", State: urutauv1alpha1.LeaseMemberGone},
+	}}}
+	if got := acceptedGone(sets.New("a"), ownEntries(lease, "uid-p"), ids); !got.Equal(sets.New("a")) {
+		t.Errorf("p's own old cluster answers nowhere: %v, want a confirmed", sets.List(got))
 	}
 }

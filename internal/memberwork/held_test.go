@@ -78,6 +78,15 @@ func TestHeldNote(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			live := newCountingMember(scheme, append(tc.pods, tc.sts.DeepCopy())...)
+			// The fake member ignores limits: how the pods are asked for is checked instead.
+			var asked []string
+			listed := live.Client
+			live.Client = interceptor.NewClient(listed.(client.WithWatch), interceptor.Funcs{
+				List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+					o := (&client.ListOptions{}).ApplyOptions(opts)
+					asked = append(asked, fmt.Sprintf("%T limit %d", list, o.Limit))
+					return c.List(ctx, list, opts...)
+				}})
 			j := &ApplyJob{Pipeline: &urutauv1alpha1.CDCPipeline{ObjectMeta: metav1.ObjectMeta{Namespace: "cdc", Name: "p", UID: types.UID("uid-p")}},
 				Conn: &members.Conn{Name: "a", Live: live}}
 			if got := j.heldNote(t.Context(), tc.sts); got != tc.want {
@@ -85,6 +94,11 @@ func TestHeldNote(t *testing.T) {
 			}
 			if live.lists != tc.lists || live.gets != 0 {
 				t.Errorf("%d LISTs and %d GETs of the member, want %d and 0", live.lists, live.gets, tc.lists)
+			}
+			for _, a := range asked {
+				if a != "*v1.PartialObjectMetadataList limit 1" {
+					t.Errorf("pods asked for as %s, want metadata, one at most", a)
+				}
 			}
 		})
 	}

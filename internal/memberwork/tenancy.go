@@ -135,6 +135,8 @@ func (j *ApplyJob) stopCoordinator(ctx context.Context, res *Result, w *coordina
 	}
 	if err != nil {
 		ctrl.LoggerFrom(ctx).Info("scaling the coordinator to zero failed", "error", err.Error())
+		res.Obs.Message += stoppingNote + notScaled
+		res.EventMessage = res.Obs.Message
 		return
 	}
 	res.Obs.Message += stoppingNote + notSeenYet
@@ -177,6 +179,7 @@ const (
 	notSeenYet   = ": its StatefulSet controller has not seen the scale yet"
 	podsLeft     = ": pods with its labels are still there"
 	notRead      = ": it could not be read from the member"
+	notScaled    = ": the scale to zero failed, and is tried again"
 )
 
 // workerNamesFree refuses the Role, and so the whole apply, when a name it grants the coordinator
