@@ -49,8 +49,10 @@ func TestAppliedRecordBytes(t *testing.T) {
 	const n = 16_000
 	separate, shared := recordBytes(n, false), recordBytes(n, true)
 	t.Logf("applier records per applied object: %.0f B with a key per record, %.0f B with one shared key (%.2fx)", separate, shared, shared/separate)
-	if shared > separate-48 {
-		t.Errorf("%.0f B per object with one shared key, %.0f B with a key per record: want at least a key's 48 B fewer", shared, separate)
+	// A key here takes 48 to 80 B; the heap measure moves by a few bytes per object between runs
+	// (other tests' goroutines, the collector's timing), so the bound is half a key.
+	if shared > separate-32 {
+		t.Errorf("%.0f B per object with one shared key, %.0f B with a key per record: want at least 32 B fewer (half a key)", shared, separate)
 	}
 }
 
