@@ -33,7 +33,12 @@ import (
 // program carries that decision out within its bound.
 var _ = Describe("Fenced placements and failover", Label("failover"), func() {
 	var ns string
-	BeforeEach(func(ctx SpecContext) { ns = newNamespace(ctx) })
+	BeforeEach(func(ctx SpecContext) {
+		ns = newNamespace(ctx)
+		// A spec before this one may have stopped and restarted a: until the hub has seen it
+		// answer again, a failover placement rightly starts on b.
+		Eventually(func(g Gomega) { expectAnswering(g, ctx, "a", "b") }).Should(Succeed())
+	})
 
 	It("fails over from a killed member after the threshold and the fence's bound, with no person acting, and never back by itself", func(ctx SpecContext) {
 		p := newPipeline(ns, "fo", failoverOn(10*time.Second, "a", "b"))
@@ -179,6 +184,13 @@ func failoverOn(threshold time.Duration, candidates ...string) func(*urutauv1alp
 	return func(p *urutauv1alpha1.CDCPipeline) {
 		p.Spec.Placement = urutauv1alpha1.Placement{Fenced: true, Failover: &urutauv1alpha1.FailoverPlacement{
 			Candidates: candidates, Threshold: &metav1.Duration{Duration: threshold}}}
+	}
+}
+
+// expectAnswering checks that the hub's published health records say every one of ms answers.
+func expectAnswering(g Gomega, ctx context.Context, ms ...string) {
+	for _, m := range ms {
+		g.Expect(healthRecordOf(g, ctx, m).Annotations).To(HaveKeyWithValue(urutauv1alpha1.AnnotationReachable, "True"), "the hub's health record of %s", m)
 	}
 }
 
