@@ -79,7 +79,7 @@ func (r *CoordinatorReconciler) applyOn(ctx context.Context, p *urutauv1alpha1.C
 	}
 	job := &memberwork.ApplyJob{
 		Pipeline: p, Conn: c, ClusterID: w.ids[m], Settings: r.settingsFor(p, w.inventory[m], w.inline),
-		Manager: ssa.FieldManagerFor(r.FieldManager, m), Applier: &r.applier,
+		Manager: ssa.FieldManagerFor(r.FieldManager, m), Applier: &r.applier, Shared: &r.shared,
 		Crossed:  func() { r.lookAgain.Store(client.ObjectKeyFromObject(p), true) },
 		Boundary: w.boundary, HubNS: w.hubNS, Member: w.inventory[m], LeaseWritten: pl.wrote, Leader: r.Leader,
 		CacheMayLag: r.Liveness.CacheMayLag(r.members.Host(m), time.Now()),

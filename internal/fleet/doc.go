@@ -71,6 +71,9 @@
 //	                                   member answered with; the reconcile's RequeueAfter carries it.
 //	applier         ssa.Applier        per member object: the last applied bytes and
 //	                                   resourceVersion, for the no-op check; echoes of our applies.
+//	shared          memberwork.SharedReads per member namespace, for a second: its read and its
+//	                                   ScaledObjects' targets, shared by the checks of the jobs
+//	                                   that create there at once (one read, not one per job).
 //	hubEchoes,      ssa.EchoFilter     resourceVersions of our own writes to pipelines and leases:
 //	leaseEchoes                        their watch events are not reconciled; a foreign change that
 //	                                   crossed a write sets lookAgain, which requeues at once, as

@@ -150,6 +150,7 @@ type CoordinatorReconciler struct {
 	// The state that outlives one reconcile, all of it described in doc.go.
 	members members.Set
 	applier ssa.Applier
+	shared  memberwork.SharedReads
 	leases  lease.Store
 	running members.RunningWork
 	// backoff spaces the retries of one pipeline on one member that answered with an error.

@@ -32,6 +32,7 @@ import (
 	"github.com/urutau-io/fleet/internal/lease"
 	"github.com/urutau-io/fleet/internal/membercache"
 	"github.com/urutau-io/fleet/internal/members"
+	"github.com/urutau-io/fleet/internal/memberwork"
 	"github.com/urutau-io/fleet/internal/ssa"
 	"github.com/urutau-io/fleet/internal/webhook"
 )
@@ -83,6 +84,7 @@ func (r *CoordinatorReconciler) setDefaults(mgr mcmanager.Manager) {
 		return ssa.NewMemberClient(c, cfg, opts.HTTPClient, opts.Scheme, opts.Mapper)
 	}
 	r.applier.Base = r.FieldManager
+	r.shared.Window = memberwork.DefaultSharedReadWindow
 	r.leases = lease.Store{Client: r.Client, Live: r.APIReader, Namespace: r.LeaseNamespace, Owner: r.FieldManager}
 	r.lookup = lookup{hub: r.Client, leaseNamespace: r.LeaseNamespace}
 	r.FenceTTL = orDefault(r.FenceTTL, DefaultFenceTTL)

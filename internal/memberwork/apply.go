@@ -99,6 +99,9 @@ type ApplyJob struct {
 	HubNS    *corev1.Namespace
 	Member   inventory.Member
 	nsCheck  namespaceCheck
+	// Shared shares the namespace reads of the checks with the member's other jobs (nil: this
+	// job reads for itself).
+	Shared *SharedReads
 	// Leader refuses every write once this replica may no longer lead (nil: no leader election).
 	Leader *LeaderFence
 }

@@ -8,13 +8,10 @@ import (
 	"strings"
 	"sync"
 
-	kedav1alpha1 "github.com/kedacore/keda/v2/apis/keda/v1alpha1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -46,8 +43,7 @@ type namespaceCheck struct {
 
 func (c *namespaceCheck) check(ctx context.Context, j *ApplyJob) error {
 	c.once.Do(func() {
-		ns := &corev1.Namespace{}
-		err := j.Conn.Live.Get(ctx, client.ObjectKey{Name: j.Pipeline.Namespace}, ns)
+		ns, err := j.Shared.namespace(ctx, j.Conn, j.Pipeline.Namespace)
 		switch {
 		case apierrors.IsNotFound(err), apierrors.IsForbidden(err):
 			c.err = j.Boundary.CheckUnreadableNamespace(j.Conn.Name, j.Pipeline.Namespace, apierrors.IsForbidden(err))
@@ -229,26 +225,19 @@ func notOwnCoordinator(names []string, p *urutauv1alpha1.CDCPipeline) error {
 // member namespace targets it: KEDA would scale it past one pod, two readers of one source. Such
 // a ScaledObject is another pipeline's worker group whose name is this coordinator's (pipeline
 // "shop" with a table targeting "orders.coordinator" scales "shop-orders-coordinator"), or one
-// made by hand. It is read from the member itself, once, before the create: the hub caches no
-// ScaledObjects, and a cluster without KEDA has none.
+// made by hand. It is read from the member itself before the create (shared with the member's
+// other creates of the moment, SharedReads): the hub caches no ScaledObjects, and a cluster
+// without KEDA has none.
 func (j *ApplyJob) scalersOf(ctx context.Context, name string) error {
-	// Unstructured: the hub's member clients know KEDA's kinds only as what they apply.
-	list := &unstructured.UnstructuredList{}
-	list.SetGroupVersionKind(kedav1alpha1.SchemeGroupVersion.WithKind("ScaledObjectList"))
-	err := j.Conn.Live.List(ctx, list, client.InNamespace(j.Pipeline.Namespace))
-	switch {
-	case meta.IsNoMatchError(err), apierrors.IsNotFound(err):
-		return nil
-	case err != nil:
+	targets, err := j.Shared.scaleTargets(ctx, j.Conn, j.Pipeline.Namespace)
+	if err != nil {
 		return fmt.Errorf("listing the ScaledObjects of namespace %q before creating the coordinator: %w", j.Pipeline.Namespace, err)
 	}
-	for _, so := range list.Items {
-		target, _, _ := unstructured.NestedString(so.Object, "spec", "scaleTargetRef", "name")
-		kind, _, _ := unstructured.NestedString(so.Object, "spec", "scaleTargetRef", "kind")
-		if target == name && (kind == "" || kind == "StatefulSet") {
-			return &adopt.Conflict{Object: fmt.Sprintf("ScaledObject %s/%s", so.GetNamespace(), so.GetName()), Message: fmt.Sprintf(
+	for _, t := range targets {
+		if t.target == name && (t.kind == "" || t.kind == "StatefulSet") {
+			return &adopt.Conflict{Object: fmt.Sprintf("ScaledObject %s/%s", j.Pipeline.Namespace, t.name), Message: fmt.Sprintf(
 				"ScaledObject %s/%s targets StatefulSet %s, the coordinator this pipeline would create: KEDA would scale it and start a second reader of the source; nothing was written. Remove the ScaledObject, or rename the table of the pipeline that made it",
-				so.GetNamespace(), so.GetName(), name)}
+				j.Pipeline.Namespace, t.name, name)}
 		}
 	}
 	return nil
