@@ -49,7 +49,7 @@
 //     renews a fence Lease per fenced placement; a move away from a member that does not answer
 //     completes once the fence's bound has passed since the last renewal that may have been
 //     written. A failover placement runs on one candidate and moves after its threshold.
-//   - Members come and go (internal/members: Set, Monitor; orphans.go): each member has an identity (the
+//   - Members come and go (internal/members: Set, Monitor; internal/orphans): each member has an identity (the
 //     UID of its kube-system namespace); a periodic health check reports a member that stops
 //     answering while idle; a member that leaves the inventory is never emptied by that, and
 //     everything kept about it is dropped; objects no lease accounts for are reported as orphans.
@@ -79,7 +79,7 @@
 //	                                   crossed a write sets lookAgain, which requeues at once, as
 //	                                   does a change of others that a write's answer shows.
 //	health          members.Monitor    when each member is next checked.
-//	orphans         orphanScanner      the orphans each member's last scan suspected (orphans.go).
+//	(scanner)       orphans.Scanner    the orphans each member's last scan suspected.
 //	fence           fenceRenewer       per fenced placement on a member: whether the hub renews
 //	                                   its fence Lease, and the latest instant a renewal it sent
 //	                                   may have been written (fencelease.go). Written by place

@@ -28,8 +28,6 @@ const (
 	EventWaitingForReader    = "WaitingForReader"
 	EventClusterIdentity     = "ClusterIdentityChanged"
 	EventClusterDeregistered = "ClusterDeregistered"
-	EventOrphansFound        = "OrphansFound"
-	EventOrphansDeleted      = "OrphansDeleted"
 	EventStrayObjects        = "StrayObjectsFound"
 	EventTombstoneReplayed   = "TombstoneReplayed"
 )

@@ -6,6 +6,7 @@ import (
 
 	"github.com/urutau-io/fleet/internal/members"
 	"github.com/urutau-io/fleet/internal/memberwork"
+	"github.com/urutau-io/fleet/internal/orphans"
 )
 
 // Metrics, registered with controller-runtime's registry so the manager serves them. The member
@@ -30,14 +31,6 @@ var (
 		Name: "urutau_fleet_member_pipelines",
 		Help: "Pipelines placed on (or being removed from) the member, by phase.",
 	}, []string{memberLabel, "phase"})
-	orphans = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "urutau_fleet_orphans",
-		Help: "Pipelines (by UID) whose objects a member holds while no ReaderLease records them there.",
-	}, []string{memberLabel})
-	strayPodsDeleted = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "urutau_fleet_stray_reader_pods_deleted_total",
-		Help: "Coordinator pods no StatefulSet controlled (made by hand, or orphaned), deleted by the hub: each was a reader it did not start.",
-	}, []string{memberLabel})
 	tombstonesPending = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "urutau_fleet_tombstones_pending",
 		Help: "ReaderLease entries of deleted pipelines waiting for their member to be emptied.",
@@ -58,14 +51,15 @@ type deleterByLabels interface {
 }
 
 // memberMetrics are the vectors with a member label, dropped for a member that leaves (with
-// memberwork.ForgetMemberSeries).
+// memberwork's and orphans' ForgetMemberSeries).
 var memberMetrics = []deleterByLabels{
-	memberHeld, memberPipelines, orphans, strayPodsDeleted,
+	memberHeld, memberPipelines,
 }
 
 // forgetMemberSeries deletes every series of member in memberMetrics.
 func forgetMemberSeries(member string) {
 	memberwork.ForgetMemberSeries(member)
+	orphans.ForgetMemberSeries(member)
 	for _, v := range memberMetrics {
 		v.DeletePartialMatch(prometheus.Labels{memberLabel: member})
 	}
@@ -73,5 +67,5 @@ func forgetMemberSeries(member string) {
 
 func init() {
 	metrics.Registry.MustRegister(tombstonesWritten,
-		memberHeld, memberPipelines, orphans, tombstonesPending, leaseWaits, pipelinesByReady, strayPodsDeleted)
+		memberHeld, memberPipelines, tombstonesPending, leaseWaits, pipelinesByReady)
 }

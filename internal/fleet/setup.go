@@ -33,6 +33,7 @@ import (
 	"github.com/urutau-io/fleet/internal/membercache"
 	"github.com/urutau-io/fleet/internal/members"
 	"github.com/urutau-io/fleet/internal/memberwork"
+	"github.com/urutau-io/fleet/internal/orphans"
 	"github.com/urutau-io/fleet/internal/ssa"
 	"github.com/urutau-io/fleet/internal/webhook"
 )
@@ -214,11 +215,11 @@ func (r *CoordinatorReconciler) healthMonitor(mgr mcmanager.Manager, lr *LeaseRe
 		kind.Kind = "Secret"
 		kind.Version = "v1"
 	}
-	scanner := &orphanScanner{hub: r.Client, leases: &r.leases, recorder: r.Recorder, entryKind: kind, patience: r.ControllerPatience,
-		interval: r.OrphanScanInterval, timeout: orphanScanTimeout(r.MemberTimeout), deleteAll: r.DeleteOrphans,
-		identity: r.members.KnownIdentity, stray: r.recordStray,
-		present: func(ctx context.Context, m string) bool { _, ok := r.inventoryMember(ctx, m); return ok },
-		mayLag:  func(host string) bool { return r.Liveness.CacheMayLag(host, time.Now()) }}
+	scanner := &orphans.Scanner{Hub: r.Client, LeaseNamespace: r.LeaseNamespace, Recorder: r.Recorder, EntryKind: kind,
+		Patience: r.ControllerPatience, Interval: r.OrphanScanInterval, Timeout: orphans.ScanTimeout(r.MemberTimeout),
+		DeleteAll: r.DeleteOrphans, Identity: r.members.KnownIdentity, Stray: r.recordStray,
+		Present: func(ctx context.Context, m string) bool { _, ok := r.inventoryMember(ctx, m); return ok },
+		MayLag:  func(host string) bool { return r.Liveness.CacheMayLag(host, time.Now()) }}
 	return &members.Monitor{
 		Members: &r.members, Inventory: r.Inventory, Interval: r.HealthInterval, Timeout: r.MemberTimeout,
 		Changed: func(member string) {
@@ -234,7 +235,7 @@ func (r *CoordinatorReconciler) healthMonitor(mgr mcmanager.Manager, lr *LeaseRe
 		},
 		Checked: func(ctx context.Context, member string, c *members.Conn) {
 			if m, ok := r.inventoryMember(ctx, member); ok {
-				scanner.start(ctx, m, c)
+				scanner.Start(ctx, m, c)
 			}
 		},
 	}

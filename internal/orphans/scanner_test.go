@@ -1,4 +1,4 @@
-package fleet
+package orphans
 
 import (
 	"context"
@@ -10,7 +10,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -18,9 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
-	"github.com/urutau-io/fleet/internal/inventory"
-	"github.com/urutau-io/fleet/internal/lease"
-	"github.com/urutau-io/fleet/internal/members"
 )
 
 // failingReader answers every list with err.
@@ -61,12 +57,12 @@ func TestConfirmLive(t *testing.T) {
 			if tc.failing {
 				live = failingReader{Reader: live, err: errors.New("forbidden")}
 			}
-			g := &orphanGroup{uid: types.UID("u1"), namespace: "cdc", objects: 5}
+			g := &Group{UID: types.UID("u1"), Namespace: "cdc", Objects: 5}
 			if got := confirmLive(t.Context(), live, g); got != tc.want {
 				t.Errorf("confirmLive = %v, want %v", got, tc.want)
 			}
-			if g.objects != tc.wantCounts {
-				t.Errorf("objects = %d, want %d", g.objects, tc.wantCounts)
+			if g.Objects != tc.wantCounts {
+				t.Errorf("objects = %d, want %d", g.Objects, tc.wantCounts)
 			}
 		})
 	}
@@ -76,26 +72,26 @@ func TestConfirmLive(t *testing.T) {
 // groups, each confirmed by two scans in a row in its own namespace, and none once an entry
 // records the pipeline in that namespace.
 func TestOrphanConfirmPerNamespace(t *testing.T) {
-	o := &orphanScanner{}
-	found := func(nss ...string) map[orphanKey]*orphanGroup {
-		out := map[orphanKey]*orphanGroup{}
+	o := &Scanner{}
+	found := func(nss ...string) map[key]*Group {
+		out := map[key]*Group{}
 		for _, ns := range nss {
-			out[orphanKey{uid: "u1", namespace: ns}] = &orphanGroup{uid: "u1", namespace: ns, objects: 1}
+			out[key{uid: "u1", namespace: ns}] = &Group{UID: "u1", Namespace: ns, Objects: 1}
 		}
 		return out
 	}
-	namespaces := func(gs []*orphanGroup) []string {
+	namespaces := func(gs []*Group) []string {
 		var out []string
 		for _, g := range gs {
-			out = append(out, g.namespace)
+			out = append(out, g.Namespace)
 		}
 		slices.Sort(out)
 		return out
 	}
-	none := sets.New[orphanKey]()
+	none := sets.New[key]()
 	for i, step := range []struct {
 		found []string
-		known sets.Set[orphanKey]
+		known sets.Set[key]
 		want  []string
 	}{
 		{found: []string{"cdc"}, known: none, want: nil},
@@ -104,8 +100,8 @@ func TestOrphanConfirmPerNamespace(t *testing.T) {
 		{found: []string{"restored"}, known: none, want: []string{"restored"}},
 		// The pipeline placed in "cdc" accounts for its objects there, not for those restored
 		// into another namespace of the same member.
-		{found: []string{"cdc", "restored"}, known: sets.New(orphanKey{uid: "u1", namespace: "cdc"}), want: []string{"restored"}},
-		{found: []string{"cdc", "restored"}, known: sets.New(orphanKey{uid: "u1", namespace: "cdc"}, orphanKey{uid: "u1", namespace: "restored"}), want: nil},
+		{found: []string{"cdc", "restored"}, known: sets.New(key{uid: "u1", namespace: "cdc"}), want: []string{"restored"}},
+		{found: []string{"cdc", "restored"}, known: sets.New(key{uid: "u1", namespace: "cdc"}, key{uid: "u1", namespace: "restored"}), want: nil},
 		{found: []string{"cdc"}, known: none, want: nil},
 	} {
 		if got := namespaces(o.confirm("a", found(step.found...), step.known)); !slices.Equal(got, step.want) {
@@ -123,12 +119,12 @@ func TestStrayOf(t *testing.T) {
 	rec := records{live: map[types.UID]*urutauv1alpha1.CDCPipeline{"u1": p}}
 	for _, tc := range []struct {
 		name string
-		g    orphanGroup
+		g    Group
 		want *urutauv1alpha1.CDCPipeline
 	}{
-		{"its own namespace", orphanGroup{uid: "u1", namespace: "cdc"}, p},
-		{"another namespace", orphanGroup{uid: "u1", namespace: "team-b"}, nil},
-		{"no live pipeline", orphanGroup{uid: "u2", namespace: "cdc"}, nil},
+		{"its own namespace", Group{UID: "u1", Namespace: "cdc"}, p},
+		{"another namespace", Group{UID: "u1", Namespace: "team-b"}, nil},
+		{"no live pipeline", Group{UID: "u2", Namespace: "cdc"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := rec.strayOf(&tc.g); got != tc.want {
@@ -142,7 +138,7 @@ func TestStrayOf(t *testing.T) {
 // scanner starts from (a scanner whose last scans are known but that runs none yet included).
 func TestOrphanScanDue(t *testing.T) {
 	t0 := time.Date(2026, 12, 4, 6, 0, 0, 0, time.UTC)
-	o := &orphanScanner{interval: time.Minute, last: map[string]time.Time{"b": t0}}
+	o := &Scanner{Interval: time.Minute, last: map[string]time.Time{"b": t0}}
 	if !o.dueAt("a", t0) {
 		t.Fatal("a member never scanned is not due")
 	}
@@ -158,52 +154,5 @@ func TestOrphanScanDue(t *testing.T) {
 	}
 	if o.dueAt("b", t0.Add(time.Second)) || !o.dueAt("b", t0.Add(time.Minute)) {
 		t.Error("the last scan of b was not counted")
-	}
-}
-
-// Stray objects of a live pipeline are recorded in its lease (holding its moves until the hub
-// has emptied that member) only in a namespace opened to the fleet, where the hub may remove
-// them; on a member no PlacementPolicy allows too (a restored coordinator reads all the same).
-// Elsewhere anyone who may label objects there would hold the pipeline's moves for good; they
-// are reported as orphans instead.
-func TestStrayRecordedOnlyWherePlaceable(t *testing.T) {
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, urutauv1alpha1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			t.Fatal(err)
-		}
-	}
-	p := &urutauv1alpha1.CDCPipeline{ObjectMeta: metav1.ObjectMeta{Namespace: "cdc", Name: "orders", UID: "u1"}}
-	policy := &urutauv1alpha1.PlacementPolicy{ObjectMeta: metav1.ObjectMeta{Name: "cdc-on-eu"}, Spec: urutauv1alpha1.PlacementPolicySpec{
-		Namespaces: []string{"cdc"}, ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"region": "eu"}}}}
-	for _, tc := range []struct {
-		name         string
-		member       inventory.Member
-		memberLabels map[string]string
-		want         bool
-	}{
-		{"opened namespace, member the policy allows", inventory.Member{Name: "eu-1", Labels: map[string]string{"region": "eu"}},
-			map[string]string{urutauv1alpha1.LabelFleetManaged: "true"}, true},
-		{"namespace not opened to the fleet", inventory.Member{Name: "eu-1", Labels: map[string]string{"region": "eu"}}, nil, false},
-		{"opened namespace on a member no policy allows", inventory.Member{Name: "us-1", Labels: map[string]string{"region": "us"}},
-			map[string]string{urutauv1alpha1.LabelFleetManaged: "true"}, true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			hub := fake.NewClientBuilder().WithScheme(scheme).WithObjects(p.DeepCopy(), policy.DeepCopy(),
-				&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "cdc"}}).Build()
-			member := fake.NewClientBuilder().WithScheme(scheme).WithObjects(
-				&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "cdc", Labels: tc.memberLabels}}).Build()
-			r := &CoordinatorReconciler{Client: hub, leases: lease.Store{Client: hub, Live: hub, Namespace: "urutau-system"}}
-			r.members.SetHealth(tc.member.Name, members.Health{Checked: true, Up: true})
-			r.members.SetIdentity(tc.member.Name, nil, "id-"+tc.member.Name)
-			got := r.recordStray(t.Context(), tc.member, &members.Conn{Name: tc.member.Name, Live: member}, p, &orphanGroup{uid: p.UID, namespace: "cdc", objects: 1})
-			leases := &urutauv1alpha1.ReaderLeaseList{}
-			if err := hub.List(t.Context(), leases); err != nil {
-				t.Fatal(err)
-			}
-			if got != tc.want || (len(leases.Items) == 1) != tc.want {
-				t.Fatalf("recorded %v with %d lease(s), want %v", got, len(leases.Items), tc.want)
-			}
-		})
 	}
 }
