@@ -45,7 +45,7 @@
 //     MemberTimeout; a hung member is not waited for, a failing one backs off alone.
 //   - Idle is quiet: no-op applies are skipped (internal/ssa), echoes of our own writes are not
 //     reconciled (ssa.EchoFilter), the status is written only when it changed.
-//   - Fenced placements and failover (fencelease.go, failover.go, docs/failover.md): the hub
+//   - Fenced placements and failover (fencelease.go; internal/failover chooses the member; docs/failover.md): the hub
 //     renews a fence Lease per fenced placement; a move away from a member that does not answer
 //     completes once the fence's bound has passed since the last renewal that may have been
 //     written. A failover placement runs on one candidate and moves after its threshold.

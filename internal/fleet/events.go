@@ -30,6 +30,8 @@ const (
 	EventClusterDeregistered = "ClusterDeregistered"
 	EventStrayObjects        = "StrayObjectsFound"
 	EventTombstoneReplayed   = "TombstoneReplayed"
+	// EventFenceDrained: a fenced member the pipeline left is drained by the fence's bound.
+	EventFenceDrained = "FencedClusterDrained"
 )
 
 // emitEvents reports changes of state, not writes: a member whose phase or message changed to a

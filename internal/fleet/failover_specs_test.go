@@ -19,6 +19,7 @@ import (
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
 	"github.com/urutau-io/fleet/internal/coordinator"
+	"github.com/urutau-io/fleet/internal/failover"
 	"github.com/urutau-io/fleet/internal/fence"
 	"github.com/urutau-io/fleet/internal/fleet"
 	"github.com/urutau-io/fleet/internal/status"
@@ -93,7 +94,7 @@ var _ = Describe("Fenced placements and failover", Label("failover"), func() {
 			g.Expect(l.ReadyAt).NotTo(BeNil())
 			g.Expect(l.ReaderGapSeconds).To(BeNumerically(">", 0))
 			g.Expect(got.Status.Failover.Failovers).To(BeEquivalentTo(1))
-			g.Expect(meta.FindStatusCondition(got.Status.Conditions, fleet.ConditionFailingOver)).To(BeNil())
+			g.Expect(meta.FindStatusCondition(got.Status.Conditions, failover.ConditionFailingOver)).To(BeNil())
 			expectReady(g, got)
 			e, err := leaseEntry(ctx, p.UID, "a")
 			g.Expect(err).NotTo(HaveOccurred())
@@ -101,7 +102,7 @@ var _ = Describe("Fenced placements and failover", Label("failover"), func() {
 			g.Expect(e.Reason).To(ContainSubstring("fenced"))
 			ev := &eventsList{}
 			g.Expect(hubClient.List(ctx, &ev.EventList, client.InNamespace(ns))).To(Succeed())
-			g.Expect(ev.reasons()).To(ContainElements(fleet.EventFailoverStarted, fleet.EventFailoverCompleted, fleet.EventFenceDrained))
+			g.Expect(ev.reasons()).To(ContainElements(failover.EventStarted, failover.EventCompleted, fleet.EventFenceDrained))
 			figure("failover: reader gap recorded in status %ds", l.ReaderGapSeconds)
 		}).Should(Succeed())
 		Expect(getPipeline(Default, ctx, key).Annotations).NotTo(HaveKey(urutauv1alpha1.AnnotationConfirmGone))

@@ -21,6 +21,7 @@ import (
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
+	"github.com/urutau-io/fleet/internal/failover"
 	"github.com/urutau-io/fleet/internal/ssa"
 )
 
@@ -224,7 +225,7 @@ func (l lookup) pipelinesOn(ctx context.Context, member string) []types.Namespac
 	for i := range list.Items {
 		p := &list.Items[i]
 		if leased.Has(p.UID) || slices.Contains(p.Status.Inventory, member) || slices.ContainsFunc(p.Status.Clusters, func(c urutauv1alpha1.ClusterStatus) bool { return c.Name == member }) ||
-			failoverCandidate(p, member) {
+			failover.Named(p, member) {
 			out = append(out, client.ObjectKeyFromObject(p))
 		}
 	}

@@ -13,6 +13,7 @@ import (
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
 	"github.com/urutau-io/fleet/internal/coordinator"
+	"github.com/urutau-io/fleet/internal/failover"
 	"github.com/urutau-io/fleet/internal/inventory"
 	"github.com/urutau-io/fleet/internal/lease"
 	"github.com/urutau-io/fleet/internal/members"
@@ -64,8 +65,8 @@ type world struct {
 	// held are targets that do not run because another target reads the same database, with why
 	// (shared_source.go).
 	held map[string]string
-	// failover is what a failover placement decided (failover.go); nil for other placements.
-	failover *failoverView
+	// failover is what a failover placement decided (internal/failover, failover.go); nil for other placements.
+	failover *failover.View
 }
 
 // observe reads the world for p. Reading a member's identity contacts it (once per connection);

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
+	"github.com/urutau-io/fleet/internal/failover"
 	"github.com/urutau-io/fleet/internal/lease"
 	"github.com/urutau-io/fleet/internal/members"
 	"github.com/urutau-io/fleet/internal/memberwork"
@@ -170,10 +171,10 @@ func (r *CoordinatorReconciler) nextLook(p *urutauv1alpha1.CDCPipeline, w *world
 		}
 	}
 	if fo := w.failover; fo != nil {
-		if !fo.decision.RecheckAt.IsZero() {
-			soonest(max(time.Until(fo.decision.RecheckAt), 0) + 100*time.Millisecond)
+		if !fo.Decision.RecheckAt.IsZero() {
+			soonest(max(time.Until(fo.Decision.RecheckAt), 0) + 100*time.Millisecond)
 		}
-		if stuck(fo.decision) || failingOver(p.Status.Failover) {
+		if failover.Stuck(fo.Decision) || failover.FailingOver(p.Status.Failover) {
 			soonest(r.RetryInterval)
 		}
 	}

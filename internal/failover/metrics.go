@@ -1,11 +1,11 @@
-package fleet
+package failover
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
-// Metrics of failover placements and of the fence (names are a contract, as in metrics.go).
+// Metrics of failover placements (the names are a contract: docs/operations.md).
 var (
 	failovers = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "urutau_fleet_failovers_total",
@@ -16,13 +16,8 @@ var (
 		Help:    "How long a pipeline had no reader in a move of a failover placement: from when the member it left was last known answering (or the move was decided) to the coordinator ready on the new member.",
 		Buckets: []float64{10, 30, 60, 90, 120, 180, 300, 600, 1200},
 	})
-	fenceRenewals = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "urutau_fleet_fence_renewals_total",
-		Help: "Renewals of fence Leases sent to members, by member and result (renewed; unanswered: may still be written; refused: surely not written).",
-	}, []string{"member", "result"})
 )
 
 func init() {
-	metrics.Registry.MustRegister(failovers, failoverReaderGap, fenceRenewals)
-	memberMetrics = append(memberMetrics, fenceRenewals)
+	metrics.Registry.MustRegister(failovers, failoverReaderGap)
 }
