@@ -24,7 +24,7 @@ import (
 // for the threshold, then the next healthy candidate in preference order. It never moves back by
 // itself; a person moves it with urutau.io/failover-to. The move itself is an ordinary placement
 // move under the reader lease (stop before start): what makes it complete while the lost member
-// does not answer is the fence (internal/fleet/fencelease.go), since a failover placement is
+// does not answer is the fence (internal/fencelease), since a failover placement is
 // always fenced.
 //
 // The member it runs on is a decision, not an observation, so it is kept in

@@ -114,7 +114,7 @@ func (r *CoordinatorReconciler) settingsFor(p *urutauv1alpha1.CDCPipeline, m inv
 		Override:              placement.OverrideFor(p, m.Name),
 		NetworkPolicy:         r.NetworkPolicy,
 		Parsed:                parsed,
-		Fence:                 r.fence.cfg.render(p),
+		Fence:                 r.fence.Config().Render(p),
 	}
 }
 

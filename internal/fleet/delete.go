@@ -28,7 +28,7 @@ func (r *CoordinatorReconciler) reconcileDelete(ctx context.Context, p *urutauv1
 		return ctrl.Result{}, nil
 	}
 	// A deleted pipeline holds no placement: its fenced coordinators stop by themselves too.
-	r.fence.stopRenewing(p.UID)
+	r.fence.StopRenewing(p.UID)
 	members, err := r.Inventory.Members(ctx)
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("listing the cluster inventory: %w", err)

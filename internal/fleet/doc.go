@@ -45,14 +45,16 @@
 //     MemberTimeout; a hung member is not waited for, a failing one backs off alone.
 //   - Idle is quiet: no-op applies are skipped (internal/ssa), echoes of our own writes are not
 //     reconciled (ssa.EchoFilter), the status is written only when it changed.
-//   - Fenced placements and failover (fencelease.go; internal/failover chooses the member; docs/failover.md): the hub
-//     renews a fence Lease per fenced placement; a move away from a member that does not answer
-//     completes once the fence's bound has passed since the last renewal that may have been
-//     written. A failover placement runs on one candidate and moves after its threshold.
-//   - Members come and go (internal/members: Set, Monitor; internal/orphans): each member has an identity (the
-//     UID of its kube-system namespace); a periodic health check reports a member that stops
+//   - Fenced placements and failover (docs/failover.md): the hub renews a fence Lease per fenced
+//     placement (internal/fencelease); a move away from a member that does not answer completes
+//     once the fence's bound has passed since the last renewal that may have been written
+//     (fencelease.go). A failover placement runs on one candidate and moves after its threshold
+//     (internal/failover chooses the candidate).
+//   - Members come and go (internal/members: Set, Monitor): each member has an identity (the UID
+//     of its kube-system namespace); a periodic health check reports a member that stops
 //     answering while idle; a member that leaves the inventory is never emptied by that, and
-//     everything kept about it is dropped; objects no lease accounts for are reported as orphans.
+//     everything kept about it is dropped; objects no lease accounts for are reported as orphans
+//     (internal/orphans).
 //
 // # State that outlives one reconcile
 //
@@ -80,9 +82,9 @@
 //	                                   does a change of others that a write's answer shows.
 //	health          members.Monitor    when each member is next checked.
 //	(scanner)       orphans.Scanner    the orphans each member's last scan suspected.
-//	fence           fenceRenewer       per fenced placement on a member: whether the hub renews
+//	fence           fencelease.Renewer per fenced placement on a member: whether the hub renews
 //	                                   its fence Lease, and the latest instant a renewal it sent
-//	                                   may have been written (fencelease.go). Written by place
+//	                                   may have been written (internal/fencelease). Written by place
 //	                                   (hold after the lease write, release before deciding) and
 //	                                   by the renewals; read by prepareFence. Rebuilt from the
 //	                                   ReaderLeases when the hub starts leading, counting what a

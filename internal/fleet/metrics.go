@@ -4,6 +4,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/urutau-io/fleet/internal/fencelease"
 	"github.com/urutau-io/fleet/internal/members"
 	"github.com/urutau-io/fleet/internal/memberwork"
 	"github.com/urutau-io/fleet/internal/orphans"
@@ -51,7 +52,7 @@ type deleterByLabels interface {
 }
 
 // memberMetrics are the vectors with a member label, dropped for a member that leaves (with
-// memberwork's and orphans' ForgetMemberSeries).
+// the ForgetMemberSeries of memberwork, orphans and fencelease).
 var memberMetrics = []deleterByLabels{
 	memberHeld, memberPipelines,
 }
@@ -60,6 +61,7 @@ var memberMetrics = []deleterByLabels{
 func forgetMemberSeries(member string) {
 	memberwork.ForgetMemberSeries(member)
 	orphans.ForgetMemberSeries(member)
+	fencelease.ForgetMemberSeries(member)
 	for _, v := range memberMetrics {
 		v.DeletePartialMatch(prometheus.Labels{memberLabel: member})
 	}

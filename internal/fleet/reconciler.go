@@ -21,6 +21,7 @@ import (
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
+	"github.com/urutau-io/fleet/internal/fencelease"
 	"github.com/urutau-io/fleet/internal/inventory"
 	"github.com/urutau-io/fleet/internal/lease"
 	"github.com/urutau-io/fleet/internal/members"
@@ -171,8 +172,8 @@ type CoordinatorReconciler struct {
 	// reconciled again at once.
 	lookAgain sync.Map
 	// fence renews the fence Leases of fenced placements and tells when a member they left is
-	// drained by the fence (fencelease.go).
-	fence *fenceRenewer
+	// drained by the fence (internal/fencelease).
+	fence *fencelease.Renewer
 }
 
 // Reconcile brings one hub CDCPipeline's members to its spec, in phases: deletion first, then the

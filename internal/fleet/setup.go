@@ -28,6 +28,7 @@ import (
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
+	"github.com/urutau-io/fleet/internal/fencelease"
 	"github.com/urutau-io/fleet/internal/inventory"
 	"github.com/urutau-io/fleet/internal/lease"
 	"github.com/urutau-io/fleet/internal/membercache"
@@ -91,9 +92,9 @@ func (r *CoordinatorReconciler) setDefaults(mgr mcmanager.Manager) {
 	r.FenceTTL = orDefault(r.FenceTTL, DefaultFenceTTL)
 	r.FenceGrace = orDefault(r.FenceGrace, DefaultFenceGrace)
 	r.FenceMargin = orDefault(r.FenceMargin, DefaultFenceMargin)
-	r.fence = newFenceRenewer(fenceConfig{image: r.FenceImage, ttl: r.FenceTTL, grace: r.FenceGrace, margin: r.FenceMargin})
-	r.fence.renew, r.fence.bootstrap, r.fence.timeout = r.renewFence, r.fencedEntries, r.MemberTimeout
-	r.fence.down = func(m string) bool { down, _ := r.members.Down(m); return down }
+	r.fence = fencelease.NewRenewer(fencelease.Config{Image: r.FenceImage, TTL: r.FenceTTL, Grace: r.FenceGrace, Margin: r.FenceMargin})
+	r.fence.Renew, r.fence.Bootstrap, r.fence.Timeout = r.renewFence, r.fencedEntries, r.MemberTimeout
+	r.fence.Down = func(m string) bool { down, _ := r.members.Down(m); return down }
 	holder, _ := os.Hostname()
 	r.records = members.Records{Client: r.Client, Live: r.APIReader, Namespace: r.LeaseNamespace, Holder: holder, Interval: r.HealthInterval}
 }

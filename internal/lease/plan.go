@@ -80,7 +80,7 @@ type Input struct {
 	// Confirmed are member names a person confirmed gone.
 	Confirmed sets.Set[string]
 	// Fence is the fence of a fenced placement (its BoundSeconds), recorded on the entries it
-	// runs on; nil for an unfenced one (fencelease.go).
+	// runs on; nil for an unfenced one (internal/fencelease).
 	Fence *urutauv1alpha1.LeaseMemberFence
 	// FenceVerified are targets where the hub found every coordinator pod running under the fence.
 	FenceVerified sets.Set[string]

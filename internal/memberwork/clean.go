@@ -47,7 +47,7 @@ type Departed struct {
 	// so State is the unsafe default rather than what the member holds.
 	Failed bool
 	// FencedUntil, for an unreachable member whose coordinator is fenced, is when the fence's
-	// bound passes and the move completes by itself (internal/fleet, fencelease.go).
+	// bound passes and the move completes by itself (internal/fencelease).
 	FencedUntil time.Time
 }
 

@@ -1,4 +1,4 @@
-package fleet
+package fencelease
 
 import (
 	"context"
@@ -20,14 +20,14 @@ import (
 // from then.
 func TestFenceRenewerBound(t *testing.T) {
 	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
-	f := newFenceRenewer(fenceConfig{ttl: 20 * time.Second, grace: 10 * time.Second, margin: 5 * time.Second})
+	f := NewRenewer(Config{TTL: 20 * time.Second, Grace: 10 * time.Second, Margin: 5 * time.Second})
 	f.now = func() time.Time { return now }
-	e := entry(selfP, "a", urutauv1alpha1.LeaseMemberActive)
+	e := entry("a")
 	e.Fence = &urutauv1alpha1.LeaseMemberFence{BoundSeconds: 30, Verified: true, Renewing: true}
 	bound := 30*time.Second + 5*time.Second
 
-	f.hold(e)
-	if _, ok := f.drainedAt(e); ok {
+	f.Hold(e)
+	if _, ok := f.DrainedAt(e); ok {
 		t.Fatal("drained while the hub renews it")
 	}
 	first := now
@@ -35,39 +35,39 @@ func TestFenceRenewerBound(t *testing.T) {
 		f.mu.Lock()
 		f.records[lease.KeyOf(e)].inflight = now
 		f.mu.Unlock()
-		f.renew = func(context.Context, fenceTarget) error { return err }
+		f.Renew = func(context.Context, Target) error { return err }
 		f.renewOne(t.Context(), lease.KeyOf(e))
 	}
 	now = now.Add(80 * time.Second)
 	renew(nil) // acknowledged at now
 	acked := now
 	now = now.Add(5 * time.Second)
-	f.release(e)
-	if at, ok := f.drainedAt(e); !ok || !at.Equal(latest(acked, first.Add(members.WriteLanding)).Add(bound)) {
+	f.Release(e)
+	if at, ok := f.DrainedAt(e); !ok || !at.Equal(latest(acked, first.Add(members.WriteLanding)).Add(bound)) {
 		t.Fatalf("drainedAt = %v %v, want the ack plus the bound", at, ok)
 	}
 
-	f.hold(e)
+	f.Hold(e)
 	now = now.Add(time.Second)
 	sent := now
 	renew(errors.New("context deadline exceeded")) // no answer: may land until sent+members.WriteLanding
-	f.release(e)
-	if at, _ := f.drainedAt(e); !at.Equal(sent.Add(members.WriteLanding).Add(bound)) {
+	f.Release(e)
+	if at, _ := f.DrainedAt(e); !at.Equal(sent.Add(members.WriteLanding).Add(bound)) {
 		t.Fatalf("after an unanswered renewal drainedAt = %v, want %v", at, sent.Add(members.WriteLanding).Add(bound))
 	}
-	before, _ := f.drainedAt(e)
-	f.hold(e)
+	before, _ := f.DrainedAt(e)
+	f.Hold(e)
 	now = now.Add(time.Second)
 	renew(&refusedErr{}) // refused: nothing sent, the bound does not move
-	f.release(e)
-	if at, _ := f.drainedAt(e); !at.Equal(before) {
+	f.Release(e)
+	if at, _ := f.DrainedAt(e); !at.Equal(before) {
 		t.Fatalf("a refused renewal moved the bound: %v, want %v", at, before)
 	}
 	// A renewal in flight when the hub stops counts as one that gets no answer.
 	f.mu.Lock()
 	f.records[lease.KeyOf(e)].inflight = now
 	f.mu.Unlock()
-	if at, _ := f.drainedAt(e); !at.Equal(now.Add(members.WriteLanding).Add(bound)) {
+	if at, _ := f.DrainedAt(e); !at.Equal(now.Add(members.WriteLanding).Add(bound)) {
 		t.Fatalf("with a renewal in flight drainedAt = %v", at)
 	}
 }
@@ -80,7 +80,7 @@ func TestRenewalMayLand(t *testing.T) {
 	}{
 		{errors.New("context deadline exceeded"), true},
 		{&refusedErr{}, false},
-		{errRenewalNotSent, false},
+		{ErrNotSent, false},
 		{apierrors.NewForbidden(gr, "x", errors.New("no")), false},
 		{apierrors.NewInternalError(errors.New("etcd")), true},
 		{apierrors.NewTimeoutError("slow", 1), true},
@@ -101,22 +101,28 @@ func (*refusedErr) Unwrap() error { return syscall.ECONNREFUSED }
 // renewed until members.WriteLanding later; entries first seen afterwards start with none.
 func TestFenceRenewerAdopt(t *testing.T) {
 	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
-	f := newFenceRenewer(fenceConfig{ttl: 20 * time.Second, grace: 10 * time.Second, margin: 5 * time.Second})
+	f := NewRenewer(Config{TTL: 20 * time.Second, Grace: 10 * time.Second, Margin: 5 * time.Second})
 	f.now = func() time.Time { return now }
-	old := entry(selfP, "a", urutauv1alpha1.LeaseMemberActive)
+	old := entry("a")
 	old.Fence = &urutauv1alpha1.LeaseMemberFence{BoundSeconds: 30, Verified: true, Renewing: true}
 	f.adopt([]urutauv1alpha1.LeaseMember{old})
 	if !f.records[lease.KeyOf(old)].renewing {
 		t.Fatal("an Active, Renewing entry is not renewed after the hub starts leading")
 	}
-	f.release(old)
-	if at, _ := f.drainedAt(old); !at.Equal(now.Add(members.WriteLanding + 35*time.Second)) {
+	f.Release(old)
+	if at, _ := f.DrainedAt(old); !at.Equal(now.Add(members.WriteLanding + 35*time.Second)) {
 		t.Fatalf("adopted entry drainedAt = %v", at)
 	}
-	fresh := entry(selfP, "b", urutauv1alpha1.LeaseMemberActive)
+	fresh := entry("b")
 	fresh.Fence = old.Fence
-	f.release(fresh) // never renewed by anyone
-	if at, _ := f.drainedAt(fresh); !at.Equal(time.Time{}.Add(35 * time.Second)) {
+	f.Release(fresh) // never renewed by anyone
+	if at, _ := f.DrainedAt(fresh); !at.Equal(time.Time{}.Add(35 * time.Second)) {
 		t.Fatalf("an entry first seen after the leases were read drainedAt = %v, want the bound after no renewal", at)
 	}
+}
+
+// entry is an Active lease entry of one pipeline on member m (identity "id-"+m).
+func entry(m string) urutauv1alpha1.LeaseMember {
+	return urutauv1alpha1.LeaseMember{Cluster: m, ClusterID: "id-" + m, PipelineUID: "uid-p", PipelineNamespace: "shop",
+		PipelineName: "orders", Namespace: "shop", State: urutauv1alpha1.LeaseMemberActive}
 }
