@@ -3,6 +3,7 @@ package memberwork
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -12,19 +13,20 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
 	"github.com/urutau-io/fleet/internal/members"
 )
 
-// SharedReads lets the apply jobs of one member connection share, within Window of each other,
+// SharedReads lets the apply jobs of one member share, within Window of each other,
 // the two member reads their checks make of a namespace: the namespace itself (its opt-in and
 // Pod Security, before a job's first write) and the targets of its ScaledObjects (before a
 // coordinator StatefulSet is created). Creating a thousand pipelines in one namespace then costs
-// the member a few reads, not two per pipeline. An answer at most Window old is as good as one
-// read now for either check: each guards against a state that may change the moment after it is
-// read, so a change made within Window before a create is no different from one made just after
-// it. A failed read is shared only with the jobs that waited for it. The zero value shares
-// nothing: every job reads.
+// the member a few reads, not two per pipeline. An answer sent at most Window ago (plus the time
+// the member took to answer) is as good as one read now for either check: each guards against a
+// state that may change the moment after it is read, so a change made within Window before a
+// create is no different from one made just after it. A failed read is shared only with the jobs
+// that waited for it. The zero value shares nothing: every job reads.
 type SharedReads struct {
 	Window time.Duration
 
@@ -35,15 +37,21 @@ type SharedReads struct {
 // DefaultSharedReadWindow is how long the hub shares a member namespace read between jobs.
 const DefaultSharedReadWindow = time.Second
 
-// sharedKey is one namespace of one member connection: a connection made again (new
-// credentials, a new address) reads afresh.
+// sharedKey is one namespace of one member as one cluster object: a member engaged again (new
+// credentials, a new address) reads afresh. Not the *members.Conn: members.Set hands every job
+// its own copy.
 type sharedKey struct {
-	conn      *members.Conn
+	cluster   cluster.Cluster
+	member    string
 	namespace string
 }
 
+func keyOf(conn *members.Conn, ns string) sharedKey {
+	return sharedKey{cluster: conn.Cluster, member: conn.Name, namespace: ns}
+}
+
 // sharedRead is a read of type T shared per key: the first job reads, those that come while it
-// reads wait for its answer, those within the window after take it.
+// reads wait for its answer, those within the window after its start take it.
 type sharedRead[T any] struct {
 	mu    sync.Mutex
 	reads map[sharedKey]*pendingRead[T]
@@ -51,59 +59,78 @@ type sharedRead[T any] struct {
 
 type pendingRead[T any] struct {
 	done chan struct{}
-	at   time.Time
-	val  T
-	err  error
+	// started is when the read was sent: the answer is no older than that. finished is set, with
+	// s.mu held, once val and err are.
+	started  time.Time
+	finished bool
+	val      T
+	err      error
 }
 
-// get returns key's value read at most window ago, or reads it with read.
+// get returns key's value read at most window ago, or reads it with read. A job waiting for
+// another's read that was called off or ran out of time reads again under its own deadline.
 func (s *sharedRead[T]) get(ctx context.Context, window time.Duration, key sharedKey, read func(context.Context) (T, error)) (T, error) {
 	if window <= 0 {
 		return read(ctx)
 	}
-	now := time.Now()
-	s.mu.Lock()
-	p, ok := s.reads[key]
-	if !ok || (!p.at.IsZero() && now.Sub(p.at) > window) {
-		s.forgetOld(now, window)
-		p = &pendingRead[T]{done: make(chan struct{})}
-		if s.reads == nil {
-			s.reads = map[sharedKey]*pendingRead[T]{}
+	for {
+		p, lead := s.pending(key, window)
+		if lead {
+			return s.lead(ctx, key, p, read)
 		}
-		s.reads[key] = p
-		s.mu.Unlock()
-		p.val, p.err = read(ctx)
-		s.mu.Lock()
-		p.at = time.Now()
-		if p.err != nil {
-			delete(s.reads, key)
+		select {
+		case <-p.done:
+		case <-ctx.Done():
+			var zero T
+			return zero, ctx.Err()
 		}
-		s.mu.Unlock()
-		close(p.done)
+		if ctx.Err() == nil && (errors.Is(p.err, context.Canceled) || errors.Is(p.err, context.DeadlineExceeded)) {
+			continue // the job that read was called off or ran out of time; this one was not
+		}
 		return p.val, p.err
 	}
-	s.mu.Unlock()
-	select {
-	case <-p.done:
-	case <-ctx.Done():
-		var zero T
-		return zero, ctx.Err()
-	}
-	if errors.Is(p.err, context.Canceled) && ctx.Err() == nil {
-		// The job that read was called off; this one was not.
-		return read(ctx)
-	}
-	return p.val, p.err
 }
 
-// forgetOld drops the reads older than window, so that the map holds only the namespaces read
-// lately (s.mu held).
-func (s *sharedRead[T]) forgetOld(now time.Time, window time.Duration) {
-	for k, p := range s.reads {
-		if !p.at.IsZero() && now.Sub(p.at) > window {
+// pending is key's read in flight or done within window, or a new one this job leads (lead).
+// Reads older than window are forgotten on every call, so the map holds only the namespaces read
+// lately, of the clusters engaged lately.
+func (s *sharedRead[T]) pending(key sharedKey, window time.Duration) (p *pendingRead[T], lead bool) {
+	now := time.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k, r := range s.reads {
+		if r.finished && now.Sub(r.started) > window {
 			delete(s.reads, k)
 		}
 	}
+	if p, ok := s.reads[key]; ok {
+		return p, false
+	}
+	if s.reads == nil {
+		s.reads = map[sharedKey]*pendingRead[T]{}
+	}
+	p = &pendingRead[T]{done: make(chan struct{}), started: now}
+	s.reads[key] = p
+	return p, true
+}
+
+// lead runs read for the jobs that wait on p. A failed read is not kept; neither is one that
+// panicked, which the waiters see as an error.
+func (s *sharedRead[T]) lead(ctx context.Context, key sharedKey, p *pendingRead[T], read func(context.Context) (T, error)) (val T, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("reading the member: %v", r)
+		}
+		p.val, p.err = val, err
+		s.mu.Lock()
+		p.finished = true
+		if err != nil && s.reads[key] == p {
+			delete(s.reads, key)
+		}
+		close(p.done)
+		s.mu.Unlock()
+	}()
+	return read(ctx)
 }
 
 // namespace reads member namespace ns from conn's API server.
@@ -118,7 +145,7 @@ func (s *SharedReads) namespace(ctx context.Context, conn *members.Conn, ns stri
 	if s == nil {
 		return read(ctx)
 	}
-	return s.namespaces.get(ctx, s.Window, sharedKey{conn, ns}, read)
+	return s.namespaces.get(ctx, s.Window, keyOf(conn, ns), read)
 }
 
 // scaleTarget is what a ScaledObject scales: the hub keeps no more of it.
@@ -149,5 +176,5 @@ func (s *SharedReads) scaleTargets(ctx context.Context, conn *members.Conn, ns s
 	if s == nil {
 		return read(ctx)
 	}
-	return s.scalers.get(ctx, s.Window, sharedKey{conn, ns}, read)
+	return s.scalers.get(ctx, s.Window, keyOf(conn, ns), read)
 }

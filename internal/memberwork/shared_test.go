@@ -13,28 +13,35 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
 	"github.com/urutau-io/fleet/internal/members"
 )
 
+// engaged is a member's cluster object, as the provider engages it: compared by identity.
+type engaged struct{ cluster.Cluster }
+
 func TestSharedReadOnePerWindow(t *testing.T) {
-	a, b := &members.Conn{Name: "a"}, &members.Conn{Name: "a"}
+	// members.Set hands each job its own copy of the member's Conn: copies share reads.
+	conn := members.Conn{Name: "a", Cluster: &engaged{}}
+	copy1, copy2 := conn, conn
+	reengaged := members.Conn{Name: "a", Cluster: &engaged{}}
 	var reads atomic.Int32
 	read := func(context.Context) (string, error) { reads.Add(1); return "v", nil }
 	var s sharedRead[string]
-	for _, k := range []sharedKey{{a, "cdc"}, {a, "cdc"}, {a, "other"}, {b, "cdc"}, {a, "cdc"}} {
+	for _, k := range []sharedKey{keyOf(&copy1, "cdc"), keyOf(&copy2, "cdc"), keyOf(&copy1, "other"), keyOf(&reengaged, "cdc"), keyOf(&copy2, "cdc")} {
 		if v, err := s.get(t.Context(), time.Hour, k, read); v != "v" || err != nil {
 			t.Fatalf("got %q, %v", v, err)
 		}
 	}
 	if got := reads.Load(); got != 3 {
-		t.Errorf("%d reads, want 3: one per namespace of one connection (a connection made again reads afresh)", got)
+		t.Errorf("%d reads, want 3: one per namespace of one cluster object (a member engaged again reads afresh)", got)
 	}
 
 	reads.Store(0)
 	var fresh sharedRead[string]
 	for range 3 {
-		_, _ = fresh.get(t.Context(), time.Nanosecond, sharedKey{a, "cdc"}, read)
+		_, _ = fresh.get(t.Context(), time.Nanosecond, keyOf(&copy1, "cdc"), read)
 	}
 	if got := reads.Load(); got != 3 {
 		t.Errorf("%d reads past the window, want 3", got)
@@ -45,7 +52,7 @@ func TestSharedReadOnePerWindow(t *testing.T) {
 }
 
 func TestSharedReadWaitsForTheReadInFlight(t *testing.T) {
-	conn := &members.Conn{Name: "a"}
+	conn := &members.Conn{Name: "a", Cluster: &engaged{}}
 	release := make(chan struct{})
 	var reads atomic.Int32
 	read := func(context.Context) (int, error) { reads.Add(1); <-release; return 7, nil }
@@ -53,7 +60,7 @@ func TestSharedReadWaitsForTheReadInFlight(t *testing.T) {
 	var wg sync.WaitGroup
 	got := make([]int, 8)
 	for i := range got {
-		wg.Go(func() { got[i], _ = s.get(t.Context(), time.Hour, sharedKey{conn, "cdc"}, read) })
+		wg.Go(func() { got[i], _ = s.get(t.Context(), time.Hour, keyOf(conn, "cdc"), read) })
 	}
 	time.Sleep(50 * time.Millisecond) // let them queue behind the first
 	close(release)
@@ -72,10 +79,10 @@ func TestSharedReadKeepsNoFailure(t *testing.T) {
 	conn := &members.Conn{Name: "a"}
 	var s sharedRead[int]
 	boom := errors.New("boom")
-	if _, err := s.get(t.Context(), time.Hour, sharedKey{conn, "cdc"}, func(context.Context) (int, error) { return 0, boom }); !errors.Is(err, boom) {
+	if _, err := s.get(t.Context(), time.Hour, keyOf(conn, "cdc"), func(context.Context) (int, error) { return 0, boom }); !errors.Is(err, boom) {
 		t.Fatalf("got %v, want the read's error", err)
 	}
-	v, err := s.get(t.Context(), time.Hour, sharedKey{conn, "cdc"}, func(context.Context) (int, error) { return 3, nil })
+	v, err := s.get(t.Context(), time.Hour, keyOf(conn, "cdc"), func(context.Context) (int, error) { return 3, nil })
 	if v != 3 || err != nil {
 		t.Errorf("after a failed read: got %d, %v; want a new read", v, err)
 	}
@@ -86,7 +93,7 @@ func TestSharedReadKeepsNoFailure(t *testing.T) {
 	started := make(chan struct{})
 	done := make(chan error)
 	go func() {
-		_, err := calledOff.get(ctx, time.Hour, sharedKey{conn, "cdc"}, func(ctx context.Context) (int, error) {
+		_, err := calledOff.get(ctx, time.Hour, keyOf(conn, "cdc"), func(ctx context.Context) (int, error) {
 			close(started)
 			<-ctx.Done()
 			return 0, ctx.Err()
@@ -96,7 +103,7 @@ func TestSharedReadKeepsNoFailure(t *testing.T) {
 	<-started
 	waiter := make(chan int)
 	go func() {
-		v, _ := calledOff.get(t.Context(), time.Hour, sharedKey{conn, "cdc"}, func(context.Context) (int, error) { return 5, nil })
+		v, _ := calledOff.get(t.Context(), time.Hour, keyOf(conn, "cdc"), func(context.Context) (int, error) { return 5, nil })
 		waiter <- v
 	}()
 	time.Sleep(50 * time.Millisecond)
@@ -106,6 +113,41 @@ func TestSharedReadKeepsNoFailure(t *testing.T) {
 	}
 	if v := <-waiter; v != 5 {
 		t.Errorf("the waiting job got %d, want its own read's 5", v)
+	}
+}
+
+// A read that panics fails the jobs that waited for it, and is not kept: the next job reads.
+func TestSharedReadPanics(t *testing.T) {
+	conn := &members.Conn{Name: "a", Cluster: &engaged{}}
+	var s sharedRead[int]
+	if _, err := s.get(t.Context(), time.Hour, keyOf(conn, "cdc"), func(context.Context) (int, error) { panic("boom") }); err == nil {
+		t.Fatal("a read that panicked answered no error")
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	if v, err := s.get(ctx, time.Hour, keyOf(conn, "cdc"), func(context.Context) (int, error) { return 2, nil }); v != 2 || err != nil {
+		t.Fatalf("after a panic: got %d, %v; want a new read", v, err)
+	}
+}
+
+// A job that waited for a read whose own deadline passed reads again under its own.
+func TestSharedReadOthersDeadline(t *testing.T) {
+	conn := &members.Conn{Name: "a", Cluster: &engaged{}}
+	var s sharedRead[int]
+	short, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+	defer cancel()
+	started := make(chan struct{})
+	go func() {
+		_, _ = s.get(short, time.Hour, keyOf(conn, "cdc"), func(ctx context.Context) (int, error) {
+			close(started)
+			<-ctx.Done()
+			return 0, ctx.Err()
+		})
+	}()
+	<-started
+	v, err := s.get(t.Context(), time.Hour, keyOf(conn, "cdc"), func(context.Context) (int, error) { return 9, nil })
+	if v != 9 || err != nil {
+		t.Fatalf("got %d, %v; want this job's own read", v, err)
 	}
 }
 
@@ -120,7 +162,7 @@ func TestSharedScaleTargets(t *testing.T) {
 		t.Fatal(err)
 	}
 	member := newCountingMember(scheme, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "cdc"}})
-	conn := &members.Conn{Name: "a", Live: member}
+	conn := &members.Conn{Name: "a", Cluster: &engaged{}, Live: member}
 	shared := &SharedReads{Window: time.Hour}
 	for range 5 {
 		if ts, err := shared.scaleTargets(t.Context(), conn, "cdc"); err != nil || len(ts) != 0 {
