@@ -196,10 +196,10 @@ type View struct {
 	Requested string
 }
 
-// Status is status.failover after a reconcile: prev, with the member chosen now, the move
+// statusAfter is status.failover after a reconcile: prev, with the member chosen now, the move
 // when it is one, and when the new member became ready. ready tells that the coordinator on the
 // target is ready now. It is pure.
-func Status(prev *urutauv1alpha1.FailoverStatus, v *View, ready bool, now metav1.Time) *urutauv1alpha1.FailoverStatus {
+func statusAfter(prev *urutauv1alpha1.FailoverStatus, v *View, ready bool, now metav1.Time) *urutauv1alpha1.FailoverStatus {
 	if v == nil {
 		return nil
 	}
@@ -245,9 +245,9 @@ func Report(emit Emit, p, orig *urutauv1alpha1.CDCPipeline, v *View, ready bool)
 		meta.RemoveStatusCondition(&p.Status.Conditions, ConditionFailingOver)
 		return
 	}
-	p.Status.Failover = Status(orig.Status.Failover, v, ready, metav1.Now().Rfc3339Copy())
-	SetCondition(p, v)
-	Events(emit, p, orig.Status.Failover, orig.Status.Conditions, v)
+	p.Status.Failover = statusAfter(orig.Status.Failover, v, ready, metav1.Now().Rfc3339Copy())
+	setCondition(p, v)
+	events(emit, p, orig.Status.Failover, orig.Status.Conditions, v)
 }
 
 // FailingOver tells whether a move of status st is in progress: decided, not ready yet.
@@ -260,9 +260,9 @@ const (
 	ReasonNoCandidate = "NoHealthyCandidate"
 )
 
-// SetCondition sets FailingOver while a move is in progress, or while the member the
+// setCondition sets FailingOver while a move is in progress, or while the member the
 // pipeline runs on is lost past the threshold and no candidate can take it; removes it otherwise.
-func SetCondition(p *urutauv1alpha1.CDCPipeline, v *View) {
+func setCondition(p *urutauv1alpha1.CDCPipeline, v *View) {
 	st, d := p.Status.Failover, v.Decision
 	c := status.Conditions{Into: &p.Status.Conditions, Generation: p.Generation, Now: status.Now()}
 	switch {
@@ -281,9 +281,9 @@ func Stuck(d Decision) bool {
 	return d.Target == "" || (d.Reason == "" && !d.LostSince.IsZero() && d.RecheckAt.IsZero())
 }
 
-// Events reports a move when it is decided and when it completes, a failover that finds
+// events reports a move when it is decided and when it completes, a failover that finds
 // no candidate (once, when it starts), and a request that was not taken.
-func Events(emit Emit, p *urutauv1alpha1.CDCPipeline, prev *urutauv1alpha1.FailoverStatus, prevConds []metav1.Condition, v *View) {
+func events(emit Emit, p *urutauv1alpha1.CDCPipeline, prev *urutauv1alpha1.FailoverStatus, prevConds []metav1.Condition, v *View) {
 	st := p.Status.Failover
 	if v.Decision.RequestIgnored != "" {
 		emit(p, corev1.EventTypeWarning, EventRequested, "Failover", "%s: ignored and removed", v.Decision.RequestIgnored)

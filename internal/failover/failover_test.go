@@ -27,7 +27,7 @@ func TestCandidates(t *testing.T) {
 	}
 	// The named ones in their order (unknown and repeated names left out), then the selected ones by name.
 	if strings.Join(got, ",") != "c,b,a,d" {
-		t.Fatalf("FailoverCandidates = %v, want c,b,a,d", got)
+		t.Fatalf("Candidates = %v, want c,b,a,d", got)
 	}
 }
 
@@ -81,28 +81,28 @@ func TestFailoverStatus(t *testing.T) {
 	lostAt := t1.Add(-60 * time.Second)
 
 	// First placement: a member, no move.
-	st := Status(nil, &View{Decision: Decision{Target: "a"}}, false, t1)
+	st := statusAfter(nil, &View{Decision: Decision{Target: "a"}}, false, t1)
 	if st.Member != "a" || st.Last != nil || st.Failovers != 0 {
 		t.Fatalf("first placement: %+v", st)
 	}
 	// A lost: the move is recorded, counted, and in progress.
 	v := &View{Current: "a", Decision: Decision{Target: "b", Reason: urutauv1alpha1.FailoverMemberLost, LostSince: lostAt}}
-	st = Status(st, v, false, t1)
+	st = statusAfter(st, v, false, t1)
 	if st.Member != "b" || st.Failovers != 1 || st.Last == nil || st.Last.From != "a" || st.Last.ReadyAt != nil || !FailingOver(st) {
 		t.Fatalf("failover decided: %+v %+v", st, st.Last)
 	}
 	// The same decision again changes nothing (idle is quiet) until b is ready.
-	again := Status(st, &View{Current: "b", Decision: Decision{Target: "b"}}, false, t2)
+	again := statusAfter(st, &View{Current: "b", Decision: Decision{Target: "b"}}, false, t2)
 	if again.Last.DecidedAt != t1 || again.Last.ReadyAt != nil || again.Failovers != 1 {
 		t.Fatalf("unchanged decision moved the status: %+v", again.Last)
 	}
 	// Ready: the gap runs from when a last answered.
-	done := Status(again, &View{Current: "b", Decision: Decision{Target: "b"}}, true, t2)
+	done := statusAfter(again, &View{Current: "b", Decision: Decision{Target: "b"}}, true, t2)
 	if done.Last.ReadyAt == nil || done.Last.ReaderGapSeconds != 155 || FailingOver(done) {
 		t.Fatalf("completed: %+v, want a gap of 155s", done.Last)
 	}
 	// A move asked for is recorded, not counted as a failover.
-	back := Status(done, &View{Current: "b", Decision: Decision{Target: "a", Reason: urutauv1alpha1.FailoverRequested}}, false, t2)
+	back := statusAfter(done, &View{Current: "b", Decision: Decision{Target: "a", Reason: urutauv1alpha1.FailoverRequested}}, false, t2)
 	if back.Member != "a" || back.Failovers != 1 || back.Last.Reason != urutauv1alpha1.FailoverRequested {
 		t.Fatalf("requested move: %+v", back)
 	}

@@ -37,7 +37,7 @@ type Config struct {
 // Bound is how long a fenced coordinator may run after the last renewal it saw.
 func (c Config) Bound() time.Duration { return c.TTL + c.Grace }
 
-// every is how often a fence Lease is renewed: four renewals per ttl, so one or two lost
+// Every is how often a fence Lease is renewed: four renewals per ttl, so one or two lost
 // requests do not stop a coordinator.
 func (c Config) Every() time.Duration { return c.TTL / 4 }
 
@@ -55,7 +55,8 @@ type Target struct {
 	Pipeline          urutauv1alpha1.PipelineRef
 }
 
-func TargetOf(e urutauv1alpha1.LeaseMember) Target {
+// targetOf is the fence Lease of entry e.
+func targetOf(e urutauv1alpha1.LeaseMember) Target {
 	return Target{Member: e.Cluster, ClusterID: e.ClusterID,
 		Pipeline: urutauv1alpha1.PipelineRef{Namespace: e.PipelineNamespace, Name: e.PipelineName, UID: e.PipelineUID}}
 }
@@ -80,7 +81,7 @@ func (f *record) mayLandUntil() time.Time {
 
 // Renewer renews the fence Leases of the placements the hub holds, and tells when a
 // placement it stopped renewing is drained by the fence alone. Its records are the state kept
-// between reconciles (doc.go): in memory only.
+// between reconciles (internal/fleet/doc.go): in memory only.
 //
 // What a previous leader (or this hub before a restart) sent is not in memory: every entry with
 // a fence that the ReaderLeases hold when the renewer starts counts as renewed until
@@ -112,7 +113,7 @@ func NewRenewer(cfg Config) *Renewer {
 	return &Renewer{cfg: cfg, now: time.Now, records: map[lease.Key]*record{}, kick: make(chan struct{}, 1)}
 }
 
-// record returns the record of k; one made before the leases were read counts as renewed until
+// recordOf returns the record of k; one made before the leases were read counts as renewed until
 // members.WriteLanding from now.
 func (f *Renewer) recordOf(k lease.Key, t Target) *record {
 	rec := f.records[k]
@@ -133,7 +134,7 @@ func (f *Renewer) adopt(entries []urutauv1alpha1.LeaseMember) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, e := range entries {
-		rec := f.recordOf(lease.KeyOf(e), TargetOf(e))
+		rec := f.recordOf(lease.KeyOf(e), targetOf(e))
 		rec.landed = latest(rec.landed, f.now().Add(members.WriteLanding))
 		if e.State == urutauv1alpha1.LeaseMemberActive && e.Fence.Renewing {
 			rec.renewing = true
@@ -146,9 +147,9 @@ func (f *Renewer) adopt(entries []urutauv1alpha1.LeaseMember) {
 // then every cfg.Every().
 func (f *Renewer) Hold(e urutauv1alpha1.LeaseMember) {
 	f.mu.Lock()
-	rec := f.recordOf(lease.KeyOf(e), TargetOf(e))
+	rec := f.recordOf(lease.KeyOf(e), targetOf(e))
 	was := rec.renewing
-	rec.renewing, rec.target = true, TargetOf(e)
+	rec.renewing, rec.target = true, targetOf(e)
 	f.mu.Unlock()
 	if !was {
 		select {
@@ -164,7 +165,7 @@ func (f *Renewer) Hold(e urutauv1alpha1.LeaseMember) {
 func (f *Renewer) Release(e urutauv1alpha1.LeaseMember) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.recordOf(lease.KeyOf(e), TargetOf(e)).renewing = false
+	f.recordOf(lease.KeyOf(e), targetOf(e)).renewing = false
 }
 
 // DrainedAt is when no coordinator of entry e can run any more, by the fence alone: the bound
@@ -173,7 +174,7 @@ func (f *Renewer) Release(e urutauv1alpha1.LeaseMember) {
 func (f *Renewer) DrainedAt(e urutauv1alpha1.LeaseMember) (at time.Time, ok bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	rec := f.recordOf(lease.KeyOf(e), TargetOf(e))
+	rec := f.recordOf(lease.KeyOf(e), targetOf(e))
 	if rec.renewing || e.Fence == nil {
 		return time.Time{}, false
 	}

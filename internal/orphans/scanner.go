@@ -97,7 +97,7 @@ type Group struct {
 	Objects   int
 }
 
-// start scans member m in a goroutine of its own, bounded by the scan's timeout, when its last
+// Start scans member m in a goroutine of its own, bounded by the scan's timeout, when its last
 // scan is older than the interval and none runs. The health check that found m answering calls
 // it: a scan that recounts many groups neither delays the next check nor runs out of the
 // check's deadline, whose cut requests would count as the member leaving them unanswered.
