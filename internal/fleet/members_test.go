@@ -259,6 +259,47 @@ var _ = Describe("Members come and go", func() {
 		}).Should(Succeed())
 	})
 
+	It("does not take an accepted identity for the old cluster gone while that cluster answers under two other names", func(ctx SpecContext) {
+		p := newPipeline(ns, "accepted-two-names", onClusters("c"))
+		Expect(hubClient.Create(ctx, p)).To(Succeed())
+		Eventually(func(g Gomega) { expectPlaced(g, ctx, members["c"], p) }).Should(Succeed())
+		oldID, newID := kubeSystemUID(ctx, members["c"]), kubeSystemUID(ctx, members["b"])
+		// c's cluster is registered under two more names (an admin's leftovers), then c's entry is
+		// pointed at b's cluster and the new identity accepted at once.
+		registerMember(ctx, "c-x", members["c"], map[string]string{}, nil)
+		registerMember(ctx, "c-y", members["c"], map[string]string{}, nil)
+		DeferCleanup(func(ctx SpecContext) {
+			unregisterMember(ctx, "c-x")
+			unregisterMember(ctx, "c-y")
+			restoreMember(ctx, "c")
+		})
+		Eventually(func(g Gomega) { expectAnswering(g, ctx, "c-x", "c-y") }).Should(Succeed())
+		registerMember(ctx, "c", members["b"], memberLabels["c"], map[string]string{urutauv1alpha1.AnnotationClusterID: newID})
+
+		By("the old cluster still answers: its entry holds the move, and the status says why")
+		Eventually(func(g Gomega) {
+			got := getPipeline(g, ctx, client.ObjectKeyFromObject(p))
+			c := meta.FindStatusCondition(got.Status.Conditions, status.ConditionMoveBlocked)
+			g.Expect(c).NotTo(BeNil(), "no MoveBlocked condition")
+			g.Expect(c.Message).To(ContainSubstring(`answers as clusters "c-x", "c-y"`))
+		}).Should(Succeed())
+		Consistently(func(g Gomega) {
+			expectEmpty(g, ctx, members["b"], ns, p.UID)
+			expectPlaced(g, ctx, members["c"], p)
+			l, err := leaseOf(ctx, p.UID)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(l.Spec.Members).To(ContainElement(And(
+				HaveField("ClusterID", oldID), HaveField("State", urutauv1alpha1.LeaseMemberActive))), "the old cluster's entry was taken for gone")
+		}, 3*time.Second).Should(Succeed())
+
+		By("one name left: the entry follows it, the old cluster is emptied there, then the new one runs it")
+		unregisterMember(ctx, "c-y")
+		Eventually(func(g Gomega) {
+			expectEmpty(g, ctx, members["c"], ns, p.UID)
+			expectPlacedAs(g, ctx, members["b"], "c", p)
+		}, time.Minute).Should(Succeed())
+	})
+
 	It("keeps a move on healthy members going while another member fails", func(ctx SpecContext) {
 		broken := "t-missing-" + ns // a namespace b never gets: every apply there fails
 		Expect(hubClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: broken}})).To(Succeed())
