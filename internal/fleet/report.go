@@ -3,6 +3,7 @@ package fleet
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -85,11 +86,17 @@ func observation(p *urutauv1alpha1.CDCPipeline, w *world, pl *placed, results ma
 	inventory := sets.New(d.Run...)
 	for _, e := range d.Departed {
 		inventory.Insert(e.Cluster)
-		if shown.Has(e.Cluster) {
+		m := departedObservation(e, pl.departed[lease.KeyOf(e)], &obs)
+		if !shown.Has(e.Cluster) {
+			shown.Insert(e.Cluster)
+			obs.Members = append(obs.Members, m)
 			continue
 		}
-		shown.Insert(e.Cluster)
-		obs.Members = append(obs.Members, departedObservation(e, pl.departed[lease.KeyOf(e)], &obs))
+		// The name reaches another cluster now (an entry pointed elsewhere and accepted), or a
+		// second entry of it departed: what the cluster it reached before holds shows beside it.
+		if i := slices.IndexFunc(obs.Members, func(o status.MemberObservation) bool { return o.Name == e.Cluster }); i >= 0 && e.State != urutauv1alpha1.LeaseMemberGone && m.Message != "" {
+			obs.Members[i].Message += "; identity " + e.ClusterID + ", where this name pointed before: " + m.Message
+		}
 	}
 	obs.Inventory = sets.List(inventory)
 	return obs

@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -46,5 +47,30 @@ func TestNextLookDeparted(t *testing.T) {
 				t.Errorf("removing: nextLook = %s, want %s", got, want)
 			}
 		})
+	}
+}
+
+// TestObservationRepointedName: an entry whose name reaches another cluster now (pointed
+// elsewhere and accepted) still holds the move while its old cluster does not let go: the status
+// says it is blocked, and the member's row, which shows the new cluster waiting, says why in the
+// old one's words.
+func TestObservationRepointedName(t *testing.T) {
+	old := urutauv1alpha1.LeaseMember{Cluster: "c", ClusterID: "id-old", PipelineUID: "uid-p", State: urutauv1alpha1.LeaseMemberActive}
+	gone := urutauv1alpha1.LeaseMember{Cluster: "c", ClusterID: "id-older", PipelineUID: "uid-p", State: urutauv1alpha1.LeaseMemberGone}
+	why := `cluster "c" now answers as identity id-new; this pipeline's objects went to identity id-old, which answers as clusters "c-x", "c-y"`
+	pl := &placed{
+		decision: lease.Decision{Wait: []string{"c"}, Departed: []urutauv1alpha1.LeaseMember{old, gone}},
+		departed: map[lease.Key]memberwork.Departed{lease.KeyOf(old): {State: lease.Unreachable, Message: why}},
+	}
+	obs := observation(&urutauv1alpha1.CDCPipeline{}, &world{ids: map[string]string{"c": "id-new"}}, pl, nil)
+	if len(obs.BlockedBy) != 1 || obs.BlockedBy[0] != "c" {
+		t.Errorf("BlockedBy = %v, want [c]: the old cluster holds the move", obs.BlockedBy)
+	}
+	if len(obs.Members) != 1 {
+		t.Fatalf("%d rows, want one per name: %+v", len(obs.Members), obs.Members)
+	}
+	row := obs.Members[0]
+	if row.ClusterID != "id-new" || row.Phase != urutauv1alpha1.ClusterPending || !strings.Contains(row.Message, why) || strings.Contains(row.Message, "confirmed gone") {
+		t.Errorf("row = %+v, want the new cluster waiting, with the old one's reason and not the Gone entry's", row)
 	}
 }
