@@ -280,8 +280,9 @@ var _ = Describe("Members come and go", func() {
 		Eventually(func(g Gomega) {
 			got := getPipeline(g, ctx, client.ObjectKeyFromObject(p))
 			c := meta.FindStatusCondition(got.Status.Conditions, status.ConditionMoveBlocked)
-			g.Expect(c).NotTo(BeNil(), "no MoveBlocked condition")
-			g.Expect(c.Message).To(ContainSubstring(`answers as clusters "c-x", "c-y"`))
+			g.Expect(c).NotTo(BeNil(), "no MoveBlocked condition: %+v", got.Status.Conditions)
+			g.Expect(clusterStatus(got, "c")).NotTo(BeNil())
+			g.Expect(clusterStatus(got, "c").Message).To(ContainSubstring(`answers as clusters "c-x", "c-y"`))
 		}).Should(Succeed())
 		Consistently(func(g Gomega) {
 			expectEmpty(g, ctx, members["b"], ns, p.UID)
