@@ -86,15 +86,18 @@ func observation(p *urutauv1alpha1.CDCPipeline, w *world, pl *placed, results ma
 	inventory := sets.New(d.Run...)
 	for _, e := range d.Departed {
 		inventory.Insert(e.Cluster)
-		m := departedObservation(e, pl.departed[lease.KeyOf(e)], &obs)
 		if !shown.Has(e.Cluster) {
 			shown.Insert(e.Cluster)
-			obs.Members = append(obs.Members, m)
+			obs.Members = append(obs.Members, departedObservation(e, pl.departed[lease.KeyOf(e)], &obs))
 			continue
 		}
-		// The name reaches another cluster now (an entry pointed elsewhere and accepted), or a
-		// second entry of it departed: what the cluster it reached before holds shows beside it.
-		if i := slices.IndexFunc(obs.Members, func(o status.MemberObservation) bool { return o.Name == e.Cluster }); i >= 0 && e.State != urutauv1alpha1.LeaseMemberGone && m.Message != "" {
+		if e.State != urutauv1alpha1.LeaseMemberActive {
+			continue // nothing a person can clear would ever take it out of the row
+		}
+		// The name reaches another cluster now (an entry pointed elsewhere and accepted): the
+		// cluster it reached before may still run a reader, which holds the start here.
+		m := departedObservation(e, pl.departed[lease.KeyOf(e)], &obs)
+		if i := slices.IndexFunc(obs.Members, func(o status.MemberObservation) bool { return o.Name == e.Cluster }); i >= 0 && m.Message != "" {
 			obs.Members[i].Message += "; identity " + e.ClusterID + ", where this name pointed before: " + m.Message
 		}
 	}

@@ -57,20 +57,27 @@ func TestNextLookDeparted(t *testing.T) {
 func TestObservationRepointedName(t *testing.T) {
 	old := urutauv1alpha1.LeaseMember{Cluster: "c", ClusterID: "id-old", PipelineUID: "uid-p", State: urutauv1alpha1.LeaseMemberActive}
 	gone := urutauv1alpha1.LeaseMember{Cluster: "c", ClusterID: "id-older", PipelineUID: "uid-p", State: urutauv1alpha1.LeaseMemberGone}
+	// A Drained entry of a cluster that never answers again is cleared by nothing a person can do:
+	// it does not make the name "removing" while the new cluster runs there.
+	drained := urutauv1alpha1.LeaseMember{Cluster: "c", ClusterID: "id-oldest", PipelineUID: "uid-p", State: urutauv1alpha1.LeaseMemberDrained}
 	why := `cluster "c" now answers as identity id-new; this pipeline's objects went to identity id-old, which answers as clusters "c-x", "c-y"`
 	pl := &placed{
-		decision: lease.Decision{Wait: []string{"c"}, Departed: []urutauv1alpha1.LeaseMember{old, gone}},
-		departed: map[lease.Key]memberwork.Departed{lease.KeyOf(old): {State: lease.Unreachable, Message: why}},
+		decision: lease.Decision{Wait: []string{"c"}, Departed: []urutauv1alpha1.LeaseMember{old, gone, drained}},
+		departed: map[lease.Key]memberwork.Departed{lease.KeyOf(old): {State: lease.Unreachable, Message: why},
+			lease.KeyOf(drained): {State: lease.Unreachable, Message: "does not answer"}},
 	}
 	obs := observation(&urutauv1alpha1.CDCPipeline{}, &world{ids: map[string]string{"c": "id-new"}}, pl, nil)
 	if len(obs.BlockedBy) != 1 || obs.BlockedBy[0] != "c" {
 		t.Errorf("BlockedBy = %v, want [c]: the old cluster holds the move", obs.BlockedBy)
 	}
+	if len(obs.Removing) != 0 {
+		t.Errorf("Removing = %v, want none: the Drained entry holds nothing", obs.Removing)
+	}
 	if len(obs.Members) != 1 {
 		t.Fatalf("%d rows, want one per name: %+v", len(obs.Members), obs.Members)
 	}
 	row := obs.Members[0]
-	if row.ClusterID != "id-new" || row.Phase != urutauv1alpha1.ClusterPending || !strings.Contains(row.Message, why) || strings.Contains(row.Message, "confirmed gone") {
+	if row.ClusterID != "id-new" || row.Phase != urutauv1alpha1.ClusterPending || !strings.Contains(row.Message, why) || strings.Contains(row.Message, "confirmed gone") || strings.Contains(row.Message, "does not answer") {
 		t.Errorf("row = %+v, want the new cluster waiting, with the old one's reason and not the Gone entry's", row)
 	}
 }
