@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -335,12 +336,24 @@ func (r *CoordinatorReconciler) forgetMember(member string) {
 	}
 }
 
-// publishHealth records what the last check of member found (members.Records).
+// publishHealth records what the last check of member found (members.Records). A check that
+// ended after member left the inventory is dropped with everything else kept about it:
+// forgetMember ran when it left, and this check must not bring its record back.
 func (r *CoordinatorReconciler) publishHealth(ctx context.Context, member string) {
 	ctx, cancel := context.WithTimeout(ctx, hubWriteTimeout)
 	defer cancel()
-	if err := r.records.Publish(ctx, member, r.members.Health(member), r.members.KnownIdentity(member)); err != nil {
+	present := func(ctx context.Context) bool {
+		listed, err := r.Inventory.Members(ctx)
+		// An inventory that cannot be read says nothing of member: only a listing without it
+		// drops what the hub keeps.
+		return err != nil || slices.ContainsFunc(listed, func(m inventory.Member) bool { return m.Name == member })
+	}
+	stays, err := r.records.PublishWhile(ctx, member, r.members.Health(member), r.members.KnownIdentity(member), present)
+	if err != nil {
 		ctrl.Log.WithName("health").Error(err, "Publishing a member's health record", "cluster", member)
+	}
+	if !stays {
+		r.forgetMember(member)
 	}
 }
 

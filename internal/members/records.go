@@ -59,6 +59,21 @@ func (p Records) Publish(ctx context.Context, member string, h Health, id string
 	})
 }
 
+// PublishWhile publishes member's record while present says member is in the inventory. A
+// check that ends after its member left, whose record was removed then, must not bring the
+// record back for good: present is asked again after the write, and a member that left meanwhile
+// has its record removed again. It reports whether member was present both times.
+func (p Records) PublishWhile(ctx context.Context, member string, h Health, id string, present func(context.Context) bool) (bool, error) {
+	if !present(ctx) {
+		return false, p.Remove(ctx, member)
+	}
+	err := p.Publish(ctx, member, h, id)
+	if !present(ctx) {
+		return false, p.Remove(ctx, member)
+	}
+	return true, err
+}
+
 // Remove deletes the record of a member that left the inventory.
 func (p Records) Remove(ctx context.Context, member string) error {
 	if p.Client == nil {

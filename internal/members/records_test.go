@@ -1,8 +1,14 @@
 package members
 
 import (
+	"context"
 	"testing"
 	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
 )
@@ -60,5 +66,44 @@ func TestHealthRecord(t *testing.T) {
 	}
 	if first.Annotations[urutauv1alpha1.AnnotationReachable] != "True" {
 		t.Error("healthRecord changed the record it was given")
+	}
+}
+
+// A check that ends after its member left the inventory (its record removed then) does not
+// bring the record back: publishing while the member is present writes it, and a member found
+// gone before or after the write has none left.
+func TestPublishWhilePresent(t *testing.T) {
+	ctx := context.Background()
+	c := fake.NewClientBuilder().Build()
+	rec := Records{Client: c, Live: c, Namespace: "urutau-system", Holder: "hub-a", Interval: time.Second}
+	up := Health{Checked: true, Up: true, Engaged: true, LastAnswer: time.Now()}
+	key := client.ObjectKey{Namespace: "urutau-system", Name: urutauv1alpha1.MemberHealthPrefix + "eu-1"}
+	exists := func() bool {
+		err := c.Get(ctx, key, &coordinationv1.Lease{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			t.Fatal(err)
+		}
+		return err == nil
+	}
+	answers := func(seq ...bool) func(context.Context) bool {
+		return func(context.Context) bool { v := seq[0]; seq = seq[1:]; return v }
+	}
+
+	for _, tc := range []struct {
+		name    string
+		present []bool
+		want    bool
+	}{
+		{"present both times", []bool{true, true}, true},
+		{"gone before the write", []bool{false}, false},
+		{"gone during the write", []bool{true, false}, false},
+	} {
+		stays, err := rec.PublishWhile(ctx, "eu-1", up, "uid-1", answers(tc.present...))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if stays != tc.want || exists() != tc.want {
+			t.Errorf("%s: stays %v, record exists %v; want %v", tc.name, stays, exists(), tc.want)
+		}
 	}
 }
