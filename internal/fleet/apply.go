@@ -11,6 +11,7 @@ import (
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
 	"github.com/urutau-io/fleet/internal/coordinator"
+	"github.com/urutau-io/fleet/internal/fencelease"
 	"github.com/urutau-io/fleet/internal/inventory"
 	"github.com/urutau-io/fleet/internal/members"
 	"github.com/urutau-io/fleet/internal/memberwork"
@@ -29,7 +30,7 @@ const AnnotationKEDAPrometheusAddress = inventory.KEDAPrometheusAddressKey
 // not waited for, and the others go on (isolation).
 func (r *CoordinatorReconciler) applyAll(ctx context.Context, p *urutauv1alpha1.CDCPipeline, w *world, pl *placed) map[string]memberwork.Result {
 	key := client.ObjectKeyFromObject(p)
-	done, late := members.FanOut(ctx, r.fanOutOptions(members.PipelineWakeKey(p), "apply"), pl.decision.Run, func(ctx context.Context, m string) memberwork.Result {
+	done, late := members.FanOut(ctx, r.fanOut.options(members.PipelineWakeKey(p), "apply"), pl.decision.Run, func(ctx context.Context, m string) memberwork.Result {
 		return r.applyOn(ctx, p, w, pl, m)
 	}, func(m string, err error) memberwork.Result {
 		res := memberwork.Result{Obs: status.MemberObservation{Name: m}}
@@ -78,7 +79,7 @@ func (r *CoordinatorReconciler) applyOn(ctx context.Context, p *urutauv1alpha1.C
 		return res
 	}
 	job := &memberwork.ApplyJob{
-		Pipeline: p, Conn: c, ClusterID: w.ids[m], Settings: r.settingsFor(p, w.inventory[m], w.inline),
+		Pipeline: p, Conn: c, ClusterID: w.ids[m], Settings: r.render.settingsFor(p, w.inventory[m], w.inline),
 		Manager: ssa.FieldManagerFor(r.FieldManager, m), Applier: &r.applier, Shared: &r.shared,
 		Crossed:  func() { r.lookAgain.Store(client.ObjectKeyFromObject(p), true) },
 		Boundary: w.boundary, HubNS: w.hubNS, Member: w.inventory[m], LeaseWritten: pl.wrote, Leader: r.Leader,
@@ -86,7 +87,7 @@ func (r *CoordinatorReconciler) applyOn(ctx context.Context, p *urutauv1alpha1.C
 		Guard:       memberwork.GuardAdoption(p),
 	}
 	job.MayCreateCoordinator = func(ctx context.Context) error {
-		if err := r.stillCurrent(ctx, p); err != nil || pl.wrote {
+		if err := stillCurrent(ctx, r.APIReader, p); err != nil || pl.wrote {
 			return err
 		}
 		return r.leases.MayCreateCoordinator(ctx, w.leaseName, p.UID, m, w.ids[m])
@@ -100,21 +101,29 @@ func (r *CoordinatorReconciler) applyOn(ctx context.Context, p *urutauv1alpha1.C
 	return res
 }
 
+// renderDefaults are the hub's render settings (--coordinator-image, --keda-*,
+// --coordinator-network-policy, the fence's), which a member's inventory entry may refine.
+type renderDefaults struct {
+	image, kedaAddress, kedaThreshold string
+	networkPolicy                     bool
+	fence                             fencelease.Config
+}
+
 // settingsFor are the render settings of member m; parsed is the pipeline's definition, parsed
 // once by this reconcile.
-func (r *CoordinatorReconciler) settingsFor(p *urutauv1alpha1.CDCPipeline, m inventory.Member, parsed *spec.Inline) coordinator.Settings {
-	addr := r.KEDAPrometheusAddress
+func (d renderDefaults) settingsFor(p *urutauv1alpha1.CDCPipeline, m inventory.Member, parsed *spec.Inline) coordinator.Settings {
+	addr := d.kedaAddress
 	if v := m.Setting(AnnotationKEDAPrometheusAddress); v != "" {
 		addr = v
 	}
 	return coordinator.Settings{
-		DefaultImage:          r.Image,
+		DefaultImage:          d.image,
 		KEDAPrometheusAddress: addr,
-		KEDAThreshold:         r.KEDAThreshold,
+		KEDAThreshold:         d.kedaThreshold,
 		Override:              placement.OverrideFor(p, m.Name),
-		NetworkPolicy:         r.NetworkPolicy,
+		NetworkPolicy:         d.networkPolicy,
 		Parsed:                parsed,
-		Fence:                 r.fence.Config().Render(p),
+		Fence:                 d.fence.Render(p),
 	}
 }
 
@@ -142,14 +151,14 @@ func (r *CoordinatorReconciler) markTimedOut(member string) string {
 	return msg
 }
 
-// stillCurrent confirms, with a quorum read, that p is still the pipeline as this reconcile read
+// stillCurrent confirms, with a quorum read of the hub, that p is still the pipeline as this reconcile read
 // it (same UID and generation, not being deleted) before a coordinator StatefulSet is created:
 // that creation starts a reader, and an apply still running after the placement moved away from
 // its member (chaos seed 70065: [b,c] then [a] then [b], c's StatefulSet created 0.3 s after c
 // left) would start one where the pipeline no longer runs. The next reconcile decides again.
-func (r *CoordinatorReconciler) stillCurrent(ctx context.Context, p *urutauv1alpha1.CDCPipeline) error {
+func stillCurrent(ctx context.Context, hub client.Reader, p *urutauv1alpha1.CDCPipeline) error {
 	got := &urutauv1alpha1.CDCPipeline{}
-	err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(p), got)
+	err := hub.Get(ctx, client.ObjectKeyFromObject(p), got)
 	switch {
 	case apierrors.IsNotFound(err):
 		return fmt.Errorf("%w: it is gone", memberwork.ErrSuperseded)

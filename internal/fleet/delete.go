@@ -52,7 +52,7 @@ func (r *CoordinatorReconciler) reconcileDelete(ctx context.Context, p *urutauv1
 		r.tombstoned(p, left)
 		return ctrl.Result{}, r.removeFinalizer(ctx, p)
 	}
-	r.showDeleting(p, left)
+	showDeleting(p, left, r.members.Down)
 	after := min(r.WaitInterval, r.RetryInterval)
 	if rest := r.TombstoneGrace - elapsed; rest > 0 && rest < after {
 		after = rest
@@ -63,7 +63,7 @@ func (r *CoordinatorReconciler) reconcileDelete(ctx context.Context, p *urutauv1
 // release empties the members lease l records for the deleted pipeline p, and records what is
 // left. It returns the entries left.
 func (r *CoordinatorReconciler) release(ctx context.Context, p *urutauv1alpha1.CDCPipeline, l *urutauv1alpha1.ReaderLease, registered []inventory.Member, expired bool) ([]urutauv1alpha1.LeaseMember, error) {
-	states := memberwork.CleanEntries(ctx, &r.members, r.fanOutOptions(members.PipelineWakeKey(p), "clean"), ownEntries(l, p.UID), registered, r.markTimedOut, r.ControllerPatience)
+	states := memberwork.CleanEntries(ctx, &r.members, r.fanOut.options(members.PipelineWakeKey(p), "clean"), ownEntries(l, p.UID), registered, r.markTimedOut, r.ControllerPatience)
 	d := lease.PlanRelease(lease.ReleaseInput{
 		Self: p.UID, Current: l, Observed: states, Expired: expired, Now: metav1.Now().Rfc3339Copy(),
 		Reason: fmt.Sprintf("CDCPipeline %s/%s was deleted while this cluster could not be emptied within %s", p.Namespace, p.Name, r.TombstoneGrace),
@@ -122,12 +122,12 @@ func (r *CoordinatorReconciler) tombstoned(p *urutauv1alpha1.CDCPipeline, left [
 }
 
 // showDeleting sets the status of a pipeline being deleted: what each member still holds.
-func (r *CoordinatorReconciler) showDeleting(p *urutauv1alpha1.CDCPipeline, left []leftEntry) {
+func showDeleting(p *urutauv1alpha1.CDCPipeline, left []leftEntry, down func(member string) (bool, string)) {
 	var shown []status.MemberObservation
 	var inv []string
 	for _, e := range left {
 		phase, msg := urutauv1alpha1.ClusterDeleting, "removing"
-		if down, why := r.members.Down(e.Cluster); down {
+		if gone, why := down(e.Cluster); gone {
 			phase, msg = urutauv1alpha1.ClusterUnreachable, why
 		}
 		shown = append(shown, status.MemberObservation{Name: e.Cluster, ClusterID: e.ClusterID, Phase: phase, Message: msg})

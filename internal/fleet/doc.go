@@ -24,6 +24,13 @@
 // to the pipelines it concerns by a lookup in the hub's cache, and the echoes of our own writes
 // filtered out. The work in each member is internal/memberwork's.
 //
+// The reconciler's parts, each a small type holding what it needs, built once by
+// SetupWithManager: fanOut (reconciler.go) runs a reconcile's work on its members; memberReads
+// reads what the decisions need of them (identities in observe.go, source databases in
+// shared_source.go); hubTenancy (tenancy.go) applies the tenancy boundary; hubFence
+// (fencelease.go) is the hub's side of the fence; renderDefaults (apply.go) and lookIntervals
+// (report.go) hold what the flags set; handlers and lookup (handlers.go) map events to pipelines.
+//
 // Decisions are pure functions with table tests: placement.SelectMembers and
 // placement.OverrideFor (internal/placement), lease.Plan and lease.PlanRelease (internal/lease), status.Compute
 // (internal/status). Only the phases that read or write take a client.
@@ -82,11 +89,11 @@
 //	                                   does a change of others that a write's answer shows.
 //	health          members.Monitor    when each member is next checked.
 //	(scanner)       orphans.Scanner    the orphans each member's last scan suspected.
-//	fence           fencelease.Renewer per fenced placement on a member: whether the hub renews
+//	fence           hubFence           per fenced placement on a member: whether the hub renews
 //	                                   its fence Lease, and the latest instant a renewal it sent
-//	                                   may have been written (internal/fencelease). Written by place
+//	                                   may have been written (its fencelease.Renewer). Written by place
 //	                                   (hold after the lease write, release before deciding) and
-//	                                   by the renewals; read by prepareFence. Rebuilt from the
+//	                                   by the renewals; read by hubFence.prepare. Rebuilt from the
 //	                                   ReaderLeases when the hub starts leading, counting what a
 //	                                   previous leader may have sent.
 //

@@ -12,13 +12,15 @@ import (
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
 	"github.com/urutau-io/fleet/internal/failover"
 	"github.com/urutau-io/fleet/internal/inventory"
+	"github.com/urutau-io/fleet/internal/members"
 	"github.com/urutau-io/fleet/internal/memberwork"
 )
 
-// observeFailover resolves a failover placement to the one member it runs on: w.selected.
-func (r *CoordinatorReconciler) observeFailover(p *urutauv1alpha1.CDCPipeline, members []inventory.Member, w *world) error {
+// observeFailover resolves a failover placement to the one member it runs on (w.selected), from
+// the inventory (listed) and what the health checks found of each member (health).
+func observeFailover(p *urutauv1alpha1.CDCPipeline, listed []inventory.Member, health func(member string) members.Health, w *world) error {
 	fo := p.Spec.Placement.Failover
-	candidates, err := failover.Candidates(p, members)
+	candidates, err := failover.Candidates(p, listed)
 	if err != nil {
 		return err
 	}
@@ -31,7 +33,7 @@ func (r *CoordinatorReconciler) observeFailover(p *urutauv1alpha1.CDCPipeline, m
 		in.Current = activeCandidate(w.lease, p, candidates)
 	}
 	for _, m := range candidates {
-		h := r.members.Health(m)
+		h := health(m)
 		in.Health[m] = failover.Health{Known: h.Checked, Up: h.Up, LostSince: h.LostSince()}
 	}
 	d := failover.Choose(in)

@@ -16,13 +16,37 @@ import (
 	"github.com/urutau-io/fleet/internal/coordinator"
 	"github.com/urutau-io/fleet/internal/fencelease"
 	"github.com/urutau-io/fleet/internal/lease"
+	"github.com/urutau-io/fleet/internal/members"
 	"github.com/urutau-io/fleet/internal/memberwork"
 	"github.com/urutau-io/fleet/internal/ssa"
 )
 
-// The hub's side of the fence: internal/fencelease renews the fence Leases; here, the
-// reconciler's part (what it renews, which placements it may complete, whether the pods there run
-// under the fence).
+// hubFence is the hub's side of the fence: its Renewer (internal/fencelease) renews the fence
+// Leases; hubFence says what it renews and how, which placements a move may complete, and
+// whether the pods of a placement run under the fence.
+type hubFence struct {
+	*fencelease.Renewer
+	members *members.Set
+	// leader, fieldManager: a renewal is written as the hub writes anything to a member.
+	leader       *memberwork.LeaderFence
+	fieldManager string
+	// memberTimeout bounds the work on one member in one reconcile.
+	memberTimeout time.Duration
+	// leases reads the ReaderLeases live, in leaseNamespace.
+	leases         client.Reader
+	leaseNamespace string
+}
+
+func newHubFence(r *CoordinatorReconciler) *hubFence {
+	f := &hubFence{
+		Renewer: fencelease.NewRenewer(fencelease.Config{Image: r.FenceImage, TTL: r.FenceTTL, Grace: r.FenceGrace, Margin: r.FenceMargin}),
+		members: &r.members, leader: r.Leader, fieldManager: r.FieldManager, memberTimeout: r.MemberTimeout,
+		leases: r.APIReader, leaseNamespace: r.LeaseNamespace,
+	}
+	f.Renew, f.Bootstrap, f.Timeout = f.renew, f.fencedEntries, r.MemberTimeout
+	f.Down = func(m string) bool { down, _ := f.members.Down(m); return down }
+	return f
+}
 
 // Defaults of the fence.
 const (
@@ -35,29 +59,29 @@ const (
 	DefaultFenceMargin = 10 * time.Second
 )
 
-// renewFence writes one renewal of t's fence Lease, as the hub writes anything to a member: as
+// renew writes one renewal of t's fence Lease, as the hub writes anything to a member: as
 // the leader, to the cluster the entry names, with the member's field manager.
-func (r *CoordinatorReconciler) renewFence(ctx context.Context, t fencelease.Target) error {
-	if err := r.Leader.Fresh(time.Now()); err != nil {
+func (f *hubFence) renew(ctx context.Context, t fencelease.Target) error {
+	if err := f.leader.Fresh(time.Now()); err != nil {
 		return fmt.Errorf("%w: %w", fencelease.ErrNotSent, err)
 	}
-	c, err := r.members.Conn(ctx, t.Member)
+	c, err := f.members.Conn(ctx, t.Member)
 	if err != nil {
 		return fmt.Errorf("%w: %w", fencelease.ErrNotSent, err)
 	}
-	if err := r.members.SameCluster(ctx, c, t.ClusterID); err != nil {
+	if err := f.members.SameCluster(ctx, c, t.ClusterID); err != nil {
 		return fmt.Errorf("%w: %w", fencelease.ErrNotSent, err)
 	}
 	p := &urutauv1alpha1.CDCPipeline{ObjectMeta: metav1.ObjectMeta{Namespace: t.Pipeline.Namespace, Name: t.Pipeline.Name, UID: t.Pipeline.UID}}
-	fl := coordinator.FenceLease(p, r.fence.Config().TTL, metav1.NowMicro())
-	return c.Cached.Apply(ctx, fl, client.FieldOwner(ssa.FieldManagerFor(r.FieldManager, t.Member)), client.ForceOwnership)
+	fl := coordinator.FenceLease(p, f.Config().TTL, metav1.NowMicro())
+	return c.Cached.Apply(ctx, fl, client.FieldOwner(ssa.FieldManagerFor(f.fieldManager, t.Member)), client.ForceOwnership)
 }
 
 // fencedEntries are the entries with a fence when the hub starts leading, read live (the cache
 // may not be synced yet).
-func (r *CoordinatorReconciler) fencedEntries(ctx context.Context) ([]urutauv1alpha1.LeaseMember, error) {
+func (f *hubFence) fencedEntries(ctx context.Context) ([]urutauv1alpha1.LeaseMember, error) {
 	var list urutauv1alpha1.ReaderLeaseList
-	if err := r.APIReader.List(ctx, &list, client.InNamespace(r.LeaseNamespace)); err != nil {
+	if err := f.leases.List(ctx, &list, client.InNamespace(f.leaseNamespace)); err != nil {
 		return nil, fmt.Errorf("listing ReaderLeases: %w", err)
 	}
 	var out []urutauv1alpha1.LeaseMember
@@ -78,32 +102,32 @@ type fenceInputs struct {
 	drained  map[lease.Key]string
 }
 
-// prepareFence stops the renewals of every member the pipeline left (before anything is decided
+// prepare stops the renewals of every member the pipeline left (before anything is decided
 // from them), tells which departed members the fence has drained (their bound passed) and until
 // when the others wait (in departed), and checks the pods of targets whose fence is not verified.
-func (r *CoordinatorReconciler) prepareFence(ctx context.Context, p *urutauv1alpha1.CDCPipeline, current *urutauv1alpha1.ReaderLease, targets map[string]string, departed map[lease.Key]memberwork.Departed) fenceInputs {
+func (f *hubFence) prepare(ctx context.Context, p *urutauv1alpha1.CDCPipeline, current *urutauv1alpha1.ReaderLease, targets map[string]string, departed map[lease.Key]memberwork.Departed) fenceInputs {
 	in := fenceInputs{verified: sets.New[string](), drained: map[lease.Key]string{}}
 	if p.Spec.Placement.Fenced {
-		in.fence = &urutauv1alpha1.LeaseMemberFence{BoundSeconds: int32(r.fence.Config().Bound() / time.Second)}
+		in.fence = &urutauv1alpha1.LeaseMemberFence{BoundSeconds: int32(f.Config().Bound() / time.Second)}
 	}
 	now := time.Now()
 	for _, e := range ownEntries(current, p.UID) {
 		if targets[e.Cluster] == e.ClusterID {
-			if in.fence != nil && e.State == urutauv1alpha1.LeaseMemberActive && (e.Fence == nil || !e.Fence.Verified) && r.podsFenced(ctx, p, e.Cluster) {
+			if in.fence != nil && e.State == urutauv1alpha1.LeaseMemberActive && (e.Fence == nil || !e.Fence.Verified) && f.podsFenced(ctx, p, e.Cluster) {
 				in.verified.Insert(e.Cluster)
 			}
 			continue
 		}
-		r.fence.Release(e)
+		f.Release(e)
 		d, ok := departed[lease.KeyOf(e)]
 		if !ok || d.State != lease.Unreachable || e.State != urutauv1alpha1.LeaseMemberActive || e.Fence == nil || !e.Fence.Verified {
 			continue
 		}
-		at, ok := r.fence.DrainedAt(e)
+		at, ok := f.DrainedAt(e)
 		switch {
 		case !ok:
 		case !now.Before(at):
-			in.drained[lease.KeyOf(e)] = fmt.Sprintf("fenced: the hub stopped renewing its fence Lease, and the fence's bound (%ds) plus %s has passed since the last renewal that may have been written: no coordinator of the pipeline runs there", e.Fence.BoundSeconds, r.fence.Config().Margin)
+			in.drained[lease.KeyOf(e)] = fmt.Sprintf("fenced: the hub stopped renewing its fence Lease, and the fence's bound (%ds) plus %s has passed since the last renewal that may have been written: no coordinator of the pipeline runs there", e.Fence.BoundSeconds, f.Config().Margin)
 		default:
 			d.FencedUntil = at
 			departed[lease.KeyOf(e)] = d
@@ -114,14 +138,14 @@ func (r *CoordinatorReconciler) prepareFence(ctx context.Context, p *urutauv1alp
 
 // afterLeaseWritten has the renewer renew the fence Leases of the members the pipeline runs on
 // under a fenced placement, as the lease now records, and forget those of entries that are gone.
-func (r *CoordinatorReconciler) afterLeaseWritten(p *urutauv1alpha1.CDCPipeline, l *urutauv1alpha1.ReaderLease, d lease.Decision) {
+func (f *hubFence) afterLeaseWritten(p *urutauv1alpha1.CDCPipeline, l *urutauv1alpha1.ReaderLease, d lease.Decision) {
 	run := sets.New(d.Run...)
 	for _, e := range ownEntries(l, p.UID) {
 		switch {
 		case e.State == urutauv1alpha1.LeaseMemberActive && run.Has(e.Cluster) && e.Fence != nil && e.Fence.Renewing:
-			r.fence.Hold(e)
+			f.Hold(e)
 		case e.State == urutauv1alpha1.LeaseMemberGone:
-			r.fence.Forget(lease.KeyOf(e))
+			f.Forget(lease.KeyOf(e))
 		}
 	}
 }
@@ -129,13 +153,13 @@ func (r *CoordinatorReconciler) afterLeaseWritten(p *urutauv1alpha1.CDCPipeline,
 // podsFenced tells whether every coordinator pod of p on member runs under the fence, and the
 // StatefulSet can create no other: its template is fenced and its controller has rolled it out.
 // A member that does not answer in time is not (yet) known fenced.
-func (r *CoordinatorReconciler) podsFenced(ctx context.Context, p *urutauv1alpha1.CDCPipeline, member string) bool {
-	if down, _ := r.members.Down(member); down {
+func (f *hubFence) podsFenced(ctx context.Context, p *urutauv1alpha1.CDCPipeline, member string) bool {
+	if down, _ := f.members.Down(member); down {
 		return false
 	}
-	ctx, cancel := context.WithTimeout(ctx, r.MemberTimeout/2)
+	ctx, cancel := context.WithTimeout(ctx, f.memberTimeout/2)
 	defer cancel()
-	c, err := r.members.Conn(ctx, member)
+	c, err := f.members.Conn(ctx, member)
 	if err != nil {
 		return false
 	}

@@ -21,7 +21,7 @@ func (r *CoordinatorReconciler) gate(p *urutauv1alpha1.CDCPipeline, w *world) (s
 	if terminal && r.running.Busy(client.ObjectKeyFromObject(p)) {
 		// Work an earlier reconcile started on a member (a slow member's apply or cleanup) is
 		// still in flight: acknowledging the termination now would promise no more member writes
-		// while it still writes. Its end brings the pipeline back (fanOutOptions.end).
+		// while it still writes. Its end brings the pipeline back (fanOut.options, End).
 		return true
 	}
 	switch {

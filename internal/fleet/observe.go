@@ -87,7 +87,7 @@ func (r *CoordinatorReconciler) observe(ctx context.Context, p *urutauv1alpha1.C
 	}
 	// The definition is parsed once per reconcile (up to 128 KiB): every render reuses it.
 	w.inline = parseInline(p)
-	base, err := coordinator.Render(p, coordinator.Settings{DefaultImage: r.Image, KEDAPrometheusAddress: r.KEDAPrometheusAddress, KEDAThreshold: r.KEDAThreshold, Parsed: w.inline})
+	base, err := coordinator.Render(p, coordinator.Settings{DefaultImage: r.render.image, KEDAPrometheusAddress: r.render.kedaAddress, KEDAThreshold: r.render.kedaThreshold, Parsed: w.inline})
 	if err != nil {
 		w.specErr = err
 		return w, nil
@@ -99,15 +99,15 @@ func (r *CoordinatorReconciler) observe(ctx context.Context, p *urutauv1alpha1.C
 		return nil, err
 	}
 	if p.Spec.Placement.Failover != nil {
-		if err := r.observeFailover(p, members, w); err != nil {
+		if err := observeFailover(p, members, r.members.Health, w); err != nil {
 			w.specErr = err
 			return w, nil
 		}
 	}
-	if err := r.observeBoundary(ctx, p, w); err != nil {
+	if err := r.tenancy.observe(ctx, p, w); err != nil {
 		return nil, err
 	}
-	r.observeIdentities(ctx, p, w)
+	r.reads.identities(ctx, p, w)
 	return w, nil
 }
 
@@ -181,9 +181,9 @@ func (r *CoordinatorReconciler) pipelineGone(ctx context.Context, ref urutauv1al
 	return p.UID != ref.UID || !p.DeletionTimestamp.IsZero(), nil
 }
 
-// observeIdentities reads the identity of every selected member and of every member an entry of
+// identities reads the identity of every selected member and of every member an entry of
 // the pipeline names, and decides which selected members the pipeline may run on.
-func (r *CoordinatorReconciler) observeIdentities(ctx context.Context, p *urutauv1alpha1.CDCPipeline, w *world) {
+func (rd memberReads) identities(ctx context.Context, p *urutauv1alpha1.CDCPipeline, w *world) {
 	names := sets.New(w.selected...)
 	for _, e := range ownEntries(w.lease, p.UID) {
 		if _, ok := w.inventory[e.Cluster]; ok {
@@ -193,14 +193,14 @@ func (r *CoordinatorReconciler) observeIdentities(ctx context.Context, p *urutau
 	// Reading an identity is one GET, and most reconciles find it known already: a member that
 	// takes longer (not engaged yet, or not answering) is not waited for; its late answer brings
 	// the pipeline back.
-	opts := r.fanOutOptions(members.PipelineWakeKey(p), "identity")
+	opts := rd.fanOut.options(members.PipelineWakeKey(p), "identity")
 	opts.Patience = min(opts.Patience, identityPatience)
 	found, _ := members.FanOut(ctx, opts, sets.List(names), func(ctx context.Context, m string) identityResult {
-		return r.readIdentity(ctx, m)
+		return rd.identity(ctx, m)
 	}, func(_ string, err error) identityResult { return identityResult{err: err} })
 	// The identities the health checks read of the other members: where a renamed entry went.
 	for m := range w.inventory {
-		if id := r.members.KnownIdentity(m); id != "" && !names.Has(m) {
+		if id := rd.members.KnownIdentity(m); id != "" && !names.Has(m) {
 			w.ids[m] = id
 		}
 	}
@@ -250,17 +250,17 @@ type identityResult struct {
 	err error
 }
 
-// readIdentity is the identity of member's current connection (read once per connection), or
+// identity is the identity of member's current connection (read once per connection), or
 // why it is not known: not engaged, or not answering.
-func (r *CoordinatorReconciler) readIdentity(ctx context.Context, member string) identityResult {
-	if down, msg := r.members.Down(member); down {
+func (rd memberReads) identity(ctx context.Context, member string) identityResult {
+	if down, msg := rd.members.Down(member); down {
 		return identityResult{err: fmt.Errorf("cluster %q %w: %s", member, members.ErrDown, msg)}
 	}
-	c, err := r.members.Conn(ctx, member)
+	c, err := rd.members.Conn(ctx, member)
 	if err != nil {
 		return identityResult{err: err}
 	}
-	id, err := r.members.Identity(ctx, c)
+	id, err := rd.members.Identity(ctx, c)
 	return identityResult{id: id, err: err}
 }
 

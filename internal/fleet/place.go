@@ -37,9 +37,9 @@ type placed struct {
 func (r *CoordinatorReconciler) place(ctx context.Context, p *urutauv1alpha1.CDCPipeline, w *world) (*placed, error) {
 	targets := w.targets()
 	current := followRenames(w.lease, targets, w.ids, w.unidentifiedNames(), w.accepted)
-	w.held = r.holdSharedReaders(ctx, p, w, current, targets)
+	w.held = r.reads.holdSharedReaders(ctx, p, w, current, targets)
 	pl := &placed{departed: r.cleanDeparted(ctx, p, w, departedEntries(current, p.UID, targets))}
-	fi := r.prepareFence(ctx, p, current, targets, pl.departed)
+	fi := r.fence.prepare(ctx, p, current, targets, pl.departed)
 	confirmed := ConfirmedGone(p).Union(acceptedGone(w.accepted, ownEntries(current, p.UID), w.ids))
 	observed := map[lease.Key]lease.State{}
 	for k, d := range pl.departed {
@@ -65,7 +65,7 @@ func (r *CoordinatorReconciler) place(ctx context.Context, p *urutauv1alpha1.CDC
 		}
 		pl.lease, pl.wrote = written, true
 	}
-	r.afterLeaseWritten(p, pl.lease, pl.decision)
+	r.fence.afterLeaseWritten(p, pl.lease, pl.decision)
 	for _, m := range pl.decision.Fenced {
 		r.event(p, corev1.EventTypeNormal, EventFenceDrained, "Move",
 			"cluster %q does not answer, but its coordinator is fenced and the fence's bound has passed since the last renewal: it no longer holds the move (no %s needed); it is emptied if it ever answers again", m, urutauv1alpha1.AnnotationConfirmGone)
@@ -118,7 +118,7 @@ func (r *CoordinatorReconciler) cleanDeparted(ctx context.Context, p *urutauv1al
 		}
 		reachable[e.Cluster] = e
 	}
-	done, late := members.FanOut(ctx, r.fanOutOptions(members.PipelineWakeKey(p), "clean"), sortedKeys(reachable), func(ctx context.Context, m string) memberwork.Departed {
+	done, late := members.FanOut(ctx, r.fanOut.options(members.PipelineWakeKey(p), "clean"), sortedKeys(reachable), func(ctx context.Context, m string) memberwork.Departed {
 		return r.cleanOn(ctx, m, reachable[m])
 	}, func(_ string, err error) memberwork.Departed {
 		return memberwork.Departed{State: lease.Holding, Failed: true, Message: err.Error()}

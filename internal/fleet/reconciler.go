@@ -21,7 +21,6 @@ import (
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
-	"github.com/urutau-io/fleet/internal/fencelease"
 	"github.com/urutau-io/fleet/internal/inventory"
 	"github.com/urutau-io/fleet/internal/lease"
 	"github.com/urutau-io/fleet/internal/members"
@@ -154,6 +153,14 @@ type CoordinatorReconciler struct {
 	shared  memberwork.SharedReads
 	leases  lease.Store
 	running members.RunningWork
+	// render and looks are settings the flags set: how coordinators are rendered, and when a
+	// pipeline is looked at again without an event.
+	render renderDefaults
+	looks  lookIntervals
+	// fanOut runs the work of one reconcile on its members; reads are what it reads of them
+	// before it decides.
+	fanOut fanOut
+	reads  memberReads
 	// backoff spaces the retries of one pipeline on one member that answered with an error.
 	backoff members.Backoff[status.MemberObservation]
 	// queue is the controller's queue: work that ends late brings its pipeline back through it.
@@ -165,6 +172,8 @@ type CoordinatorReconciler struct {
 	hubEchoes, leaseEchoes ssa.EchoFilter
 	// health checks every member periodically (members.Monitor); records publishes what it finds.
 	health healthChecks
+	// tenancy decides the tenancy boundary at reconcile time.
+	tenancy hubTenancy
 	// lookup finds the pipelines a member, a lease or an inventory change concerns.
 	lookup  lookup
 	records members.Records
@@ -172,8 +181,8 @@ type CoordinatorReconciler struct {
 	// reconciled again at once.
 	lookAgain sync.Map
 	// fence renews the fence Leases of fenced placements and tells when a member they left is
-	// drained by the fence (internal/fencelease).
-	fence *fencelease.Renewer
+	// drained by the fence (fencelease.go).
+	fence *hubFence
 }
 
 // Reconcile brings one hub CDCPipeline's members to its spec, in phases: deletion first, then the
@@ -338,33 +347,44 @@ func hubKey(o client.Object) string { return o.GetNamespace() + "/" + o.GetName(
 // nowRFC3339 is a terminated.at value.
 func nowRFC3339() string { return time.Now().UTC().Format(time.RFC3339) }
 
-// fanOutOptions are members.FanOut's options for the reconcile of key (a pipeline, or a lease's tombstone
-// replay): work on a member starts only where none of that key's runs, a member whose work the
-// reconcile stops waiting for is slow (members.Breaker), and work that ends late brings key back,
-// with the reconciles that skipped the member meanwhile, each in its own controller (wake).
-func (r *CoordinatorReconciler) fanOutOptions(key members.WakeKey, what string) members.FanOutOptions {
+// fanOut builds members.FanOut's options for the reconcile of a key (a pipeline, or a lease's
+// tombstone replay): work on a member starts only where none of that key's runs, a member whose
+// work the reconcile stops waiting for is slow (members.Breaker), and work that ends late brings
+// the key back, with the reconciles that skipped the member meanwhile, each in its own controller
+// (wake).
+type fanOut struct {
+	members  *members.Set
+	running  *members.RunningWork
+	liveness *members.Liveness
+	// timeout bounds the work on one member in one reconcile.
+	timeout time.Duration
+	wake    func(keys ...members.WakeKey)
+}
+
+// options are the options of key's work, named what in logs and errors.
+func (f *fanOut) options(key members.WakeKey, what string) members.FanOutOptions {
 	work := func(m string) members.WorkKey {
 		return members.WorkKey{Pipeline: key.NamespacedName, Member: m, Lease: key.Lease}
 	}
 	return members.FanOutOptions{
 		What:     what,
-		Timeout:  r.MemberTimeout,
-		Patience: r.MemberTimeout / 2,
+		Timeout:  f.timeout,
+		Patience: f.timeout / 2,
 		Start: func(m string) bool {
-			return !r.members.Breaker.Skip(m, key) && r.running.Begin(work(m))
+			return !f.members.Breaker.Skip(m, key) && f.running.Begin(work(m))
 		},
 		Slow: func(m string) {
-			r.members.Breaker.MarkSlow(m)
+			f.members.Breaker.MarkSlow(m)
 			memberHeld.WithLabelValues(m).Set(1)
 		},
 		GiveUp: func(m string, begun time.Time) bool {
-			return r.members.Breaker.IsSlow(m) || r.Liveness.Silent(r.members.Host(m), begun, time.Now()) >= members.Silence
+			return f.members.Breaker.IsSlow(m) || f.liveness.Silent(f.members.Host(m), begun, time.Now()) >= members.Silence
 		},
 		End: func(m string, late bool) {
-			r.running.End(work(m))
+			f.running.End(work(m))
 			if late {
 				memberHeld.WithLabelValues(m).Set(0)
-				r.wake(append(r.members.Breaker.Settle(m), key)...)
+				f.wake(append(f.members.Breaker.Settle(m), key)...)
 			}
 		},
 	}

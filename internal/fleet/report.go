@@ -37,7 +37,7 @@ func (r *CoordinatorReconciler) report(ctx context.Context, p *urutauv1alpha1.CD
 		ctrl.LoggerFrom(ctx).Info("terminated", "reason", obs.Terminated.Reason, "cluster", obs.Terminated.Cluster)
 		return ctrl.Result{}
 	}
-	return ctrl.Result{RequeueAfter: r.nextLook(p, w, obs, pl, results)}
+	return ctrl.Result{RequeueAfter: r.looks.nextLook(p, w, obs, pl, results)}
 }
 
 // observation gathers what the status is computed from.
@@ -142,10 +142,16 @@ func firstTerminal(p *urutauv1alpha1.CDCPipeline, run []string, results map[stri
 	return nil
 }
 
+// lookIntervals are the reconciler's retry (RetryInterval), wait (WaitInterval) and Secret
+// recheck (SecretRecheckInterval) intervals.
+type lookIntervals struct {
+	retry, wait, secretRecheck time.Duration
+}
+
 // nextLook is when to reconcile again without an event: soon while departed members drain, at
 // the retry interval while something outside the hub is awaited, at the earliest backoff of a
 // failing member; never while all is done (idle is quiet).
-func (r *CoordinatorReconciler) nextLook(p *urutauv1alpha1.CDCPipeline, w *world, obs status.Observation, pl *placed, results map[string]memberwork.Result) time.Duration {
+func (li lookIntervals) nextLook(p *urutauv1alpha1.CDCPipeline, w *world, obs status.Observation, pl *placed, results map[string]memberwork.Result) time.Duration {
 	var after time.Duration
 	soonest := func(d time.Duration) {
 		if d > 0 && (after == 0 || d < after) {
@@ -155,12 +161,12 @@ func (r *CoordinatorReconciler) nextLook(p *urutauv1alpha1.CDCPipeline, w *world
 	// Lease changes and members answering again bring the pipeline back on their own; this is
 	// the safety net. How soon a departed member is looked at again is its own (below).
 	if len(obs.Removing) > 0 || len(obs.Waiting) > 0 || len(obs.BlockedBy) > 0 || len(pl.deregistered) > 0 || len(obs.Refused) > 0 || len(w.unidentified) > 0 || len(w.held) > 0 {
-		soonest(r.RetryInterval)
+		soonest(li.retry)
 	}
 	if len(pl.decision.Run) > 0 && (len(tenancy.SecretRefs(&p.Spec)) > 0 || (w.source != nil && len(w.selected) > 1)) {
 		// Members' Secrets make no event the hub watches: a Secret closed to the fleet, or one
 		// repointed at the database another member reads, is found within this interval.
-		soonest(r.SecretRecheckInterval)
+		soonest(li.secretRecheck)
 	}
 	for _, d := range pl.departed {
 		switch {
@@ -168,12 +174,12 @@ func (r *CoordinatorReconciler) nextLook(p *urutauv1alpha1.CDCPipeline, w *world
 			// A pass that failed (a member refusing, or too slow), or objects waiting on
 			// someone else's finalizer: nothing the hub does sooner helps, and a member that
 			// keeps failing must not cost its LISTs every WaitInterval.
-			soonest(r.RetryInterval)
+			soonest(li.retry)
 		case d.State == lease.Holding:
 			// A member that answers and still holds a reader, an entry confirmed gone included
 			// (not in Removing), or a write it may still commit (fenceLateWrites): pods going
 			// away make no event the hub watches, and a move waits on them.
-			soonest(min(r.WaitInterval, r.RetryInterval))
+			soonest(min(li.wait, li.retry))
 		}
 		if !d.FencedUntil.IsZero() {
 			// The fence's bound passes with no event: look then.
@@ -185,7 +191,7 @@ func (r *CoordinatorReconciler) nextLook(p *urutauv1alpha1.CDCPipeline, w *world
 			soonest(max(time.Until(fo.Decision.RecheckAt), 0) + 100*time.Millisecond)
 		}
 		if failover.Stuck(fo.Decision) || failover.FailingOver(p.Status.Failover) {
-			soonest(r.RetryInterval)
+			soonest(li.retry)
 		}
 	}
 	for _, res := range results {
@@ -193,7 +199,7 @@ func (r *CoordinatorReconciler) nextLook(p *urutauv1alpha1.CDCPipeline, w *world
 		case res.RetryIn > 0:
 			soonest(res.RetryIn)
 		case res.Retry, res.Unreachable:
-			soonest(r.RetryInterval)
+			soonest(li.retry)
 		}
 	}
 	return after

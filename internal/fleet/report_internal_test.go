@@ -17,7 +17,7 @@ import (
 // The Removing rows check the same with the entry listed in the status, as an entry not yet
 // confirmed gone is.
 func TestNextLookDeparted(t *testing.T) {
-	r := &CoordinatorReconciler{WaitInterval: 2 * time.Second, RetryInterval: 30 * time.Second}
+	r := lookIntervals{wait: 2 * time.Second, retry: 30 * time.Second}
 	p := &urutauv1alpha1.CDCPipeline{}
 	for _, tc := range []struct {
 		name   string
@@ -41,7 +41,7 @@ func TestNextLookDeparted(t *testing.T) {
 			}
 			want := tc.want
 			if want == 0 {
-				want = r.RetryInterval
+				want = r.retry
 			}
 			if got := r.nextLook(p, &world{}, status.Observation{Removing: []string{"a"}}, pl, nil); got != want {
 				t.Errorf("removing: nextLook = %s, want %s", got, want)

@@ -29,7 +29,6 @@ import (
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
-	"github.com/urutau-io/fleet/internal/fencelease"
 	"github.com/urutau-io/fleet/internal/inventory"
 	"github.com/urutau-io/fleet/internal/lease"
 	"github.com/urutau-io/fleet/internal/membercache"
@@ -37,6 +36,7 @@ import (
 	"github.com/urutau-io/fleet/internal/memberwork"
 	"github.com/urutau-io/fleet/internal/orphans"
 	"github.com/urutau-io/fleet/internal/ssa"
+	"github.com/urutau-io/fleet/internal/tenancy"
 	"github.com/urutau-io/fleet/internal/webhook"
 )
 
@@ -93,9 +93,13 @@ func (r *CoordinatorReconciler) setDefaults(mgr mcmanager.Manager) {
 	r.FenceTTL = orDefault(r.FenceTTL, DefaultFenceTTL)
 	r.FenceGrace = orDefault(r.FenceGrace, DefaultFenceGrace)
 	r.FenceMargin = orDefault(r.FenceMargin, DefaultFenceMargin)
-	r.fence = fencelease.NewRenewer(fencelease.Config{Image: r.FenceImage, TTL: r.FenceTTL, Grace: r.FenceGrace, Margin: r.FenceMargin})
-	r.fence.Renew, r.fence.Bootstrap, r.fence.Timeout = r.renewFence, r.fencedEntries, r.MemberTimeout
-	r.fence.Down = func(m string) bool { down, _ := r.members.Down(m); return down }
+	r.fanOut = fanOut{members: &r.members, running: &r.running, liveness: r.Liveness, timeout: r.MemberTimeout, wake: r.wake}
+	r.reads = memberReads{members: &r.members, fanOut: &r.fanOut}
+	r.fence = newHubFence(r)
+	r.render = renderDefaults{image: r.Image, kedaAddress: r.KEDAPrometheusAddress, kedaThreshold: r.KEDAThreshold,
+		networkPolicy: r.NetworkPolicy, fence: r.fence.Config()}
+	r.looks = lookIntervals{retry: r.RetryInterval, wait: r.WaitInterval, secretRecheck: r.SecretRecheckInterval}
+	r.tenancy = hubTenancy{cache: r.Client, flags: tenancy.Boundary{Reserved: r.ReservedNamespaces, Images: r.Images, AllowWeakPodSecurity: r.AllowWeakPodSecurity}}
 	holder, _ := os.Hostname()
 	r.records = members.Records{Client: r.Client, Live: r.APIReader, Namespace: r.LeaseNamespace, Holder: holder, Interval: r.HealthInterval}
 }
@@ -128,7 +132,7 @@ func (r *CoordinatorReconciler) SetupWithManager(mgr mcmanager.Manager) error {
 	if err := mgr.GetLocalManager().Add(monitor); err != nil {
 		return fmt.Errorf("adding the member health checks: %w", err)
 	}
-	if err := mgr.GetLocalManager().Add(r.fence); err != nil {
+	if err := mgr.GetLocalManager().Add(r.fence.Renewer); err != nil {
 		return fmt.Errorf("adding the fence renewals: %w", err)
 	}
 	if err := mgr.GetLocalManager().Add(&fleetGauges{hub: r.Client, leaseNamespace: r.LeaseNamespace}); err != nil {
@@ -201,7 +205,7 @@ func (r *CoordinatorReconciler) leaseReconciler() *LeaseReconciler {
 	return &LeaseReconciler{
 		client: r.Client, apiReader: r.APIReader, inventory: r.Inventory, members: &r.members, leases: &r.leases,
 		recorder: r.Recorder, options: func(key types.NamespacedName) members.FanOutOptions {
-			return r.fanOutOptions(members.WakeKey{NamespacedName: key, Lease: true}, "replay")
+			return r.fanOut.options(members.WakeKey{NamespacedName: key, Lease: true}, "replay")
 		},
 		timedOut:     r.markTimedOut,
 		pipelineBusy: r.running.Busy,

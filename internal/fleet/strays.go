@@ -34,7 +34,7 @@ func (r *CoordinatorReconciler) recordStray(ctx context.Context, m inventory.Mem
 	if id == "" {
 		return true // the next scan, once the identity is known
 	}
-	switch err := r.placeable(ctx, m, c, g.Namespace); {
+	switch err := r.tenancy.placeable(ctx, m, c, g.Namespace); {
 	case isDenial(err):
 		log.Info("objects of a live pipeline where the hub could not have placed it: reported as orphans, not recorded", "namespace", g.Namespace, "reason", err.Error())
 		return false
@@ -77,8 +77,8 @@ func (r *CoordinatorReconciler) recordStray(ctx context.Context, m inventory.Mem
 // moves and failovers for good. Whether a PlacementPolicy allows p there is not asked: a
 // coordinator restored on a member no policy names (a disaster-recovery cluster) reads the source
 // all the same, and the hub stops it where it may.
-func (r *CoordinatorReconciler) placeable(ctx context.Context, m inventory.Member, c *members.Conn, ns string) error {
-	b := r.hubBoundary()
+func (t hubTenancy) placeable(ctx context.Context, m inventory.Member, c *members.Conn, ns string) error {
+	b := t.flags
 	memberNS := &corev1.Namespace{}
 	switch err := c.Live.Get(ctx, client.ObjectKey{Name: ns}, memberNS); {
 	case apierrors.IsNotFound(err), apierrors.IsForbidden(err):

@@ -45,8 +45,7 @@ func TestStillCurrent(t *testing.T) {
 			b = b.WithObjects(tc.hub)
 		}
 		c := b.Build()
-		r := &CoordinatorReconciler{Client: c, APIReader: c}
-		err := r.stillCurrent(t.Context(), read)
+		err := stillCurrent(t.Context(), c, read)
 		if got := errors.Is(err, memberwork.ErrSuperseded); got != tc.superseded || (!tc.superseded && err != nil) {
 			t.Errorf("%s: stillCurrent = %v, want superseded %v", tc.name, err, tc.superseded)
 		}

@@ -31,36 +31,39 @@ const (
 	EventAdoptionConflict = memberwork.EventAdoptionConflict
 )
 
-// boundary reads what the tenancy boundary decides from: every PlacementPolicy and the
-// pipeline's hub namespace, both from the hub's cache.
-func (r *CoordinatorReconciler) boundary(ctx context.Context, p *urutauv1alpha1.CDCPipeline) (tenancy.Boundary, *corev1.Namespace, error) {
-	b := r.hubBoundary()
+// hubTenancy decides the tenancy boundary at reconcile time: from the hub's flags (flags), and the
+// PlacementPolicies and hub namespaces it reads from the hub's cache.
+type hubTenancy struct {
+	cache client.Reader
+	// flags is the boundary the hub's flags set, without the PlacementPolicies: enough for the
+	// checks of a member namespace.
+	flags tenancy.Boundary
+}
+
+// read reads what the tenancy boundary decides from: every PlacementPolicy and the pipeline's hub
+// namespace, both from the hub's cache.
+func (t hubTenancy) read(ctx context.Context, p *urutauv1alpha1.CDCPipeline) (tenancy.Boundary, *corev1.Namespace, error) {
+	b := t.flags
 	policies := &urutauv1alpha1.PlacementPolicyList{}
-	if err := r.Client.List(ctx, policies); err != nil {
+	if err := t.cache.List(ctx, policies); err != nil {
 		return b, nil, fmt.Errorf("listing PlacementPolicies: %w", err)
 	}
 	b.Policies = policies.Items
 	ns := &metav1.PartialObjectMetadata{}
 	ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
-	if err := r.Client.Get(ctx, client.ObjectKey{Name: p.Namespace}, ns); err != nil {
+	if err := t.cache.Get(ctx, client.ObjectKey{Name: p.Namespace}, ns); err != nil {
 		return b, nil, fmt.Errorf("reading the hub namespace %q: %w", p.Namespace, err)
 	}
 	return b, &corev1.Namespace{ObjectMeta: ns.ObjectMeta}, nil
 }
 
-// hubBoundary is the boundary the hub's flags set, without the PlacementPolicies: enough for the
-// checks of a member namespace.
-func (r *CoordinatorReconciler) hubBoundary() tenancy.Boundary {
-	return tenancy.Boundary{Reserved: r.ReservedNamespaces, Images: r.Images, AllowWeakPodSecurity: r.AllowWeakPodSecurity}
-}
-
-// observeBoundary records, for each selected member, whether the boundary lets the pipeline run
-// there (in the member namespace of the pipeline's name) with its worker names and images.
-func (r *CoordinatorReconciler) observeBoundary(ctx context.Context, p *urutauv1alpha1.CDCPipeline, w *world) error {
+// observe records, for each selected member, whether the boundary lets the pipeline run there
+// (in the member namespace of the pipeline's name) with its worker names and images.
+func (t hubTenancy) observe(ctx context.Context, p *urutauv1alpha1.CDCPipeline, w *world) error {
 	if len(w.selected) == 0 {
 		return nil
 	}
-	b, hubNS, err := r.boundary(ctx, p)
+	b, hubNS, err := t.read(ctx, p)
 	if err != nil {
 		return err
 	}

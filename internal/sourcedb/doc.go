@@ -8,6 +8,9 @@
 // never the credentials. A host that resolves only inside the member's cluster (a Service name)
 // is qualified by that cluster's identity.
 //
+// Hold applies the rule to a placement on several members: of the members that read one
+// database, one runs and the others wait.
+//
 // Pure: no I/O. Endpoints compare as values; an unknown endpoint (nil) is the unsafe case and
 // compares equal to every other.
 package sourcedb
