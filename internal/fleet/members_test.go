@@ -276,7 +276,12 @@ var _ = Describe("Members come and go", func() {
 			unregisterMember(ctx, "c-y")
 			restoreMember(ctx, "c")
 		})
-		Eventually(func(g Gomega) { expectAnswering(g, ctx, "c-x", "c-y") }).Should(Succeed())
+		Eventually(func(g Gomega) {
+			expectAnswering(g, ctx, "c-x", "c-y")
+			// c's record names the old cluster: a record left by an earlier spec cannot pass for
+			// the wait below.
+			g.Expect(healthRecordOf(g, ctx, "c").Annotations).To(HaveKeyWithValue(urutauv1alpha1.AnnotationClusterID, oldID))
+		}).Should(Succeed())
 		registerMember(ctx, "c", members["b"], memberLabels["c"], nil)
 		Eventually(func(g Gomega) {
 			g.Expect(healthRecordOf(g, ctx, "c").Annotations).To(HaveKeyWithValue(urutauv1alpha1.AnnotationClusterID, newID))

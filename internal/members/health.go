@@ -32,7 +32,12 @@ type Monitor struct {
 	// context (not the check's deadline).
 	Checked func(ctx context.Context, member string, c *Conn)
 	// Listed is called once, with the inventory of the first round.
-	Listed     func(ctx context.Context, members []inventory.Member)
+	Listed func(ctx context.Context, members []inventory.Member)
+	// Left is called for each member no longer listed that had been checked, once its check
+	// ended: what the hub keeps about it goes, however it left (its entry deleted, or no longer
+	// an entry, which makes no delete event), and a check that ended after it left wrote nothing
+	// that stays.
+	Left       func(member string)
 	listedOnce sync.Once
 
 	mu      sync.Mutex
@@ -65,7 +70,11 @@ func (h *Monitor) round(ctx context.Context) {
 		return
 	}
 	now := time.Now()
-	h.prune(members)
+	for _, m := range h.prune(members) {
+		if h.Left != nil {
+			h.Left(m)
+		}
+	}
 	if h.Listed != nil {
 		h.listedOnce.Do(func() { h.Listed(ctx, members) })
 	}
@@ -105,8 +114,9 @@ func (h *Monitor) done(member string, now time.Time) {
 	h.next[member] = now.Add(h.Interval + jitter)
 }
 
-// prune drops the schedules of members no longer in the inventory.
-func (h *Monitor) prune(members []inventory.Member) {
+// prune drops the schedules of members no longer in the inventory, and returns them; a member
+// whose check still runs is dropped at the first round after it ended.
+func (h *Monitor) prune(members []inventory.Member) (left []string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	keep := map[string]bool{}
@@ -116,8 +126,10 @@ func (h *Monitor) prune(members []inventory.Member) {
 	for m := range h.next {
 		if !keep[m] && !h.running[m] {
 			delete(h.next, m)
+			left = append(left, m)
 		}
 	}
+	return left
 }
 
 // CheckSoon has member checked at the next round (its inventory entry changed).
