@@ -327,18 +327,20 @@ func (lr *LeaseReconciler) requeue(keys ...types.NamespacedName) {
 }
 
 // forgetMember drops every piece of state kept about member, which left the inventory.
+// The record goes first: should a check publish it again in between (the member is back
+// already), the health forgotten after makes the member's next check publish it once more.
 func (r *CoordinatorReconciler) forgetMember(member string) {
+	ctx, cancel := context.WithTimeout(context.Background(), hubWriteTimeout)
+	defer cancel()
+	if err := r.records.Remove(ctx, member); err != nil {
+		ctrl.Log.WithName("health").Error(err, "Removing the health record of a member that left", "cluster", member)
+	}
 	r.members.Forget(member)
 	r.backoff.ForgetMember(member)
 	r.applier.ForgetMember(member)
 	forgetMemberSeries(member)
 	ssa.ForgetMemberSeries(member)
 	r.health.Forget(member)
-	ctx, cancel := context.WithTimeout(context.Background(), hubWriteTimeout)
-	defer cancel()
-	if err := r.records.Remove(ctx, member); err != nil {
-		ctrl.Log.WithName("health").Error(err, "Removing the health record of a member that left", "cluster", member)
-	}
 }
 
 // publishHealth records what the last check of member found (members.Records). A check that

@@ -132,16 +132,21 @@ func (h *Monitor) prune(members []inventory.Member) (left []string) {
 	return left
 }
 
-// CheckSoon has member checked at the next round (its inventory entry changed).
+// CheckSoon has member checked at the next round (its inventory entry changed). Its schedule
+// stays, due now: should it leave the listing before that round, prune still reports it.
 func (h *Monitor) CheckSoon(member string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	delete(h.next, member)
+	if _, ok := h.next[member]; ok {
+		h.next[member] = time.Time{}
+	}
 }
 
 // Forget drops the schedule of a member that left.
 func (h *Monitor) Forget(member string) {
-	h.CheckSoon(member)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.next, member)
 }
 
 // check makes one check of member and records what it found.

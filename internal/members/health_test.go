@@ -58,6 +58,14 @@ func TestMonitorReportsMembersThatLeft(t *testing.T) {
 		t.Fatalf("left %v again", got)
 	}
 
+	// A member whose entry changed (checked soon) and that then leaves before the next round
+	// is still reported.
+	h.next["d"] = time.Now().Add(time.Hour)
+	h.CheckSoon("d")
+	if got := h.prune(mustList(t, inv)); !slices.Equal(got, []string{"d"}) {
+		t.Fatalf("left %v, want [d] after CheckSoon", got)
+	}
+
 	// Through a round: the hook is called.
 	inv.set()
 	h.round(context.Background())
