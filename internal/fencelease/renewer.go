@@ -2,6 +2,12 @@
 // renews the fence Lease of each placement the hub holds, and tells when a placement it stopped
 // renewing is drained by the fence alone.
 //
+//	renewer.go  Renewer: the renewals (leader only), and when a placement it stopped renewing is
+//	            drained (DrainedAt), counting what a previous leader may have sent
+//	hub.go      Hub: what the pipeline controller needs of the fence before lease.Plan decides
+//	            (Prepare) and after the lease is written (AfterLeaseWritten); a renewal written
+//	            as the hub writes anything to a member
+//
 // For each ReaderLease entry of a fenced placement that is Active and Renewing, the hub renews the
 // pipeline's fence Lease in that member every FenceTTL/4; the coordinator there runs only while it
 // sees renewals (cmd/fence). Once the pipeline leaves the member, the hub stops renewing and the

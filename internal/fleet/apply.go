@@ -13,6 +13,7 @@ import (
 	"github.com/urutau-io/fleet/internal/coordinator"
 	"github.com/urutau-io/fleet/internal/fencelease"
 	"github.com/urutau-io/fleet/internal/inventory"
+	"github.com/urutau-io/fleet/internal/lease"
 	"github.com/urutau-io/fleet/internal/members"
 	"github.com/urutau-io/fleet/internal/memberwork"
 	"github.com/urutau-io/fleet/internal/placement"
@@ -25,20 +26,38 @@ import (
 // overrides the hub's --keda-prometheus-address for that member.
 const AnnotationKEDAPrometheusAddress = inventory.KEDAPrometheusAddressKey
 
-// applyAll applies the pipeline to every member the placement lets it run on, concurrently, each
-// on its own: a member that is down, slow or backing off after an error is reported as it is and
+// rollout applies a pipeline to the members its placement lets it run on: each member's work is
+// a memberwork.ApplyJob, run concurrently (members.FanOut) and spaced by backoff after errors.
+type rollout struct {
+	members  *members.Set
+	fanOut   *fanOut
+	book     *memberBook
+	render   *renderDefaults
+	applier  *ssa.Applier
+	shared   *memberwork.SharedReads
+	writes   *hubWrites
+	leases   *lease.Store
+	liveness *members.Liveness
+	leader   *memberwork.LeaderFence
+	// hub reads the hub's API server itself (stillCurrent); fieldManager is the base manager.
+	hub          client.Reader
+	fieldManager string
+}
+
+// all applies the pipeline to every member the placement lets it run on, concurrently, each on
+// its own: a member that is down, slow or backing off after an error is reported as it is and
 // not waited for, and the others go on (isolation).
-func (r *CoordinatorReconciler) applyAll(ctx context.Context, p *urutauv1alpha1.CDCPipeline, w *world, pl *placed) map[string]memberwork.Result {
+func (ro *rollout) all(ctx context.Context, p *urutauv1alpha1.CDCPipeline, w *world, pl *placed) map[string]memberwork.Result {
 	key := client.ObjectKeyFromObject(p)
-	done, late := members.FanOut(ctx, r.fanOut.options(members.PipelineWakeKey(p), "apply"), pl.decision.Run, func(ctx context.Context, m string) memberwork.Result {
-		return r.applyOn(ctx, p, w, pl, m)
+	done, late := members.FanOut(ctx, ro.fanOut.options(members.PipelineWakeKey(p), "apply"), pl.decision.Run, func(ctx context.Context, m string) memberwork.Result {
+		return ro.on(ctx, p, w, pl, m)
 	}, func(m string, err error) memberwork.Result {
 		res := memberwork.Result{Obs: status.MemberObservation{Name: m}}
 		res.Fail(err)
 		return res
 	})
 	for _, m := range late {
-		done[m] = lateMember(p, m, r.members.KnownIdentity(m))
+		done[m] = lateMember(p, m, ro.members.KnownIdentity(m))
 	}
 	now := time.Now()
 	for m, res := range done {
@@ -46,32 +65,32 @@ func (r *CoordinatorReconciler) applyAll(ctx context.Context, p *urutauv1alpha1.
 		switch {
 		case res.BackingOff:
 		case res.Err != nil:
-			res.RetryIn = r.backoff.Failed(k, res.Obs, now)
+			res.RetryIn = ro.book.backoff.Failed(k, res.Obs, now)
 			done[m] = res
 		default:
-			r.backoff.Succeeded(k)
+			ro.book.backoff.Succeeded(k)
 		}
 	}
 	return done
 }
 
-// applyOn is the work on one member: skipped while it is down or backing off, else a memberwork.ApplyJob.
-func (r *CoordinatorReconciler) applyOn(ctx context.Context, p *urutauv1alpha1.CDCPipeline, w *world, pl *placed, m string) memberwork.Result {
+// on is the work on one member: skipped while it is down or backing off, else a memberwork.ApplyJob.
+func (ro *rollout) on(ctx context.Context, p *urutauv1alpha1.CDCPipeline, w *world, pl *placed, m string) memberwork.Result {
 	if d := w.denied[m]; d != nil {
 		return memberwork.Denied(m, w.ids[m], d)
 	}
-	if obs, left, waiting := r.backoff.Waiting(members.WorkKey{Pipeline: client.ObjectKeyFromObject(p), Member: m}, time.Now()); waiting {
+	if obs, left, waiting := ro.book.backoff.Waiting(members.WorkKey{Pipeline: client.ObjectKeyFromObject(p), Member: m}, time.Now()); waiting {
 		return memberwork.Result{Obs: obs, BackingOff: true, RetryIn: left}
 	}
-	if down, msg := r.members.Down(m); down {
+	if down, msg := ro.members.Down(m); down {
 		res := memberwork.Result{Obs: status.MemberObservation{Name: m, ClusterID: w.ids[m]}}
 		res.Fail(fmt.Errorf("cluster %q %w: %s", m, members.ErrDown, msg))
 		res.Obs.Message, res.EventMessage = msg, msg
 		return res
 	}
-	c, err := r.members.Conn(ctx, m)
+	c, err := ro.members.Conn(ctx, m)
 	if err == nil {
-		err = r.members.SameCluster(ctx, c, w.ids[m])
+		err = ro.members.SameCluster(ctx, c, w.ids[m])
 	}
 	if err != nil {
 		res := memberwork.Result{Obs: status.MemberObservation{Name: m, ClusterID: w.ids[m]}}
@@ -79,22 +98,22 @@ func (r *CoordinatorReconciler) applyOn(ctx context.Context, p *urutauv1alpha1.C
 		return res
 	}
 	job := &memberwork.ApplyJob{
-		Pipeline: p, Conn: c, ClusterID: w.ids[m], Settings: r.render.settingsFor(p, w.inventory[m], w.inline),
-		Manager: ssa.FieldManagerFor(r.FieldManager, m), Applier: &r.applier, Shared: &r.shared,
-		Crossed:  func() { r.lookAgain.Store(client.ObjectKeyFromObject(p), true) },
-		Boundary: w.boundary, HubNS: w.hubNS, Member: w.inventory[m], LeaseWritten: pl.wrote, Leader: r.Leader,
-		CacheMayLag: r.Liveness.CacheMayLag(r.members.Host(m), time.Now()),
+		Pipeline: p, Conn: c, ClusterID: w.ids[m], Settings: ro.render.settingsFor(p, w.inventory[m], w.inline),
+		Manager: ssa.FieldManagerFor(ro.fieldManager, m), Applier: ro.applier, Shared: ro.shared,
+		Crossed:  func() { ro.writes.crossed(client.ObjectKeyFromObject(p)) },
+		Boundary: w.boundary, HubNS: w.hubNS, Member: w.inventory[m], LeaseWritten: pl.wrote, Leader: ro.leader,
+		CacheMayLag: ro.liveness.CacheMayLag(ro.members.Host(m), time.Now()),
 		Guard:       memberwork.GuardAdoption(p),
 	}
 	job.MayCreateCoordinator = func(ctx context.Context) error {
-		if err := stillCurrent(ctx, r.APIReader, p); err != nil || pl.wrote {
+		if err := stillCurrent(ctx, ro.hub, p); err != nil || pl.wrote {
 			return err
 		}
-		return r.leases.MayCreateCoordinator(ctx, w.leaseName, p.UID, m, w.ids[m])
+		return ro.leases.MayCreateCoordinator(ctx, w.leaseName, p.UID, m, w.ids[m])
 	}
 	res := job.Run(ctx)
 	if res.TimedOut {
-		msg := r.markTimedOut(m)
+		msg := ro.book.timedOut(m)
 		ctrl.LoggerFrom(ctx).Info("cluster did not answer in time: marked down")
 		res.Obs.Message, res.EventMessage = msg, msg
 	}
@@ -139,16 +158,6 @@ func lateMember(p *urutauv1alpha1.CDCPipeline, m, id string) memberwork.Result {
 		}
 	}
 	return res
-}
-
-// markTimedOut records that member's requests time out: it is down until a health check finds it
-// answering (members.Monitor), and the message says so, the same for every request and pipeline.
-func (r *CoordinatorReconciler) markTimedOut(member string) string {
-	msg := fmt.Sprintf("cluster %q does not answer: its requests time out (--member-timeout %s); the hub checks it every %s and does not wait for it meanwhile", member, r.MemberTimeout, r.HealthInterval)
-	if r.members.SetHealth(member, members.Health{Checked: true, Message: msg}) {
-		r.requeue(r.lookup.pipelinesOn(context.Background(), member)...)
-	}
-	return msg
 }
 
 // stillCurrent confirms, with a quorum read of the hub, that p is still the pipeline as this reconcile read

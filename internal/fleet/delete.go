@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
+	"github.com/urutau-io/fleet/internal/fencelease"
 	"github.com/urutau-io/fleet/internal/inventory"
 	"github.com/urutau-io/fleet/internal/lease"
 	"github.com/urutau-io/fleet/internal/members"
@@ -19,28 +20,42 @@ import (
 	"github.com/urutau-io/fleet/internal/status"
 )
 
-// reconcileDelete empties every member a ReaderLease records for the pipeline, selected or not,
-// terminated or not (deletion comes first). A member not emptied within TombstoneGrace of the
-// deletion keeps its entry as a tombstone, so the CR still goes away in bounded time and the
-// member is emptied when it answers (LeaseReconciler).
-func (r *CoordinatorReconciler) reconcileDelete(ctx context.Context, p *urutauv1alpha1.CDCPipeline) (ctrl.Result, error) {
+// deletion empties the members of a deleted pipeline: every member a ReaderLease records for it,
+// selected or not, terminated or not (deletion comes first).
+type deletion struct {
+	inventory inventory.Inventory
+	leases    *lease.Store
+	members   *members.Set
+	fanOut    *fanOut
+	fence     *fencelease.Hub
+	writes    *hubWrites
+	book      *memberBook
+	emit      emitFunc
+	// grace is TombstoneGrace, patience ControllerPatience; wait and retry space the looks.
+	grace, patience, wait, retry time.Duration
+}
+
+// run empties p's members. A member not emptied within grace of the deletion keeps its entry as
+// a tombstone, so the CR still goes away in bounded time and the member is emptied when it
+// answers (internal/tombstones).
+func (d *deletion) run(ctx context.Context, p *urutauv1alpha1.CDCPipeline) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(p, urutauv1alpha1.Finalizer) {
 		return ctrl.Result{}, nil
 	}
 	// A deleted pipeline holds no placement: its fenced coordinators stop by themselves too.
-	r.fence.StopRenewing(p.UID)
-	members, err := r.Inventory.Members(ctx)
+	d.fence.StopRenewing(p.UID)
+	registered, err := d.inventory.Members(ctx)
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("listing the cluster inventory: %w", err)
 	}
-	leases, err := r.leasesOfDeleted(ctx, p)
+	leases, err := d.leasesOf(ctx, p)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	elapsed := time.Since(p.DeletionTimestamp.Time)
 	var left []leftEntry
 	for i := range leases {
-		l, err := r.release(ctx, p, &leases[i], members, elapsed >= r.TombstoneGrace)
+		l, err := d.release(ctx, p, &leases[i], registered, elapsed >= d.grace)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
@@ -48,13 +63,13 @@ func (r *CoordinatorReconciler) reconcileDelete(ctx context.Context, p *urutauv1
 			left = append(left, leftEntry{lease: leases[i].Name, LeaseMember: e})
 		}
 	}
-	if len(left) == 0 || elapsed >= r.TombstoneGrace {
-		r.tombstoned(p, left)
-		return ctrl.Result{}, r.removeFinalizer(ctx, p)
+	if len(left) == 0 || elapsed >= d.grace {
+		d.tombstoned(p, left)
+		return ctrl.Result{}, d.removeFinalizer(ctx, p)
 	}
-	showDeleting(p, left, r.members.Down)
-	after := min(r.WaitInterval, r.RetryInterval)
-	if rest := r.TombstoneGrace - elapsed; rest > 0 && rest < after {
+	showDeleting(p, left, d.members.Down)
+	after := min(d.wait, d.retry)
+	if rest := d.grace - elapsed; rest > 0 && rest < after {
 		after = rest
 	}
 	return ctrl.Result{RequeueAfter: after}, nil
@@ -62,38 +77,36 @@ func (r *CoordinatorReconciler) reconcileDelete(ctx context.Context, p *urutauv1
 
 // release empties the members lease l records for the deleted pipeline p, and records what is
 // left. It returns the entries left.
-func (r *CoordinatorReconciler) release(ctx context.Context, p *urutauv1alpha1.CDCPipeline, l *urutauv1alpha1.ReaderLease, registered []inventory.Member, expired bool) ([]urutauv1alpha1.LeaseMember, error) {
-	states := memberwork.CleanEntries(ctx, &r.members, r.fanOut.options(members.PipelineWakeKey(p), "clean"), ownEntries(l, p.UID), registered, r.markTimedOut, r.ControllerPatience)
-	d := lease.PlanRelease(lease.ReleaseInput{
+func (d *deletion) release(ctx context.Context, p *urutauv1alpha1.CDCPipeline, l *urutauv1alpha1.ReaderLease, registered []inventory.Member, expired bool) ([]urutauv1alpha1.LeaseMember, error) {
+	states := memberwork.CleanEntries(ctx, d.members, d.fanOut.options(members.PipelineWakeKey(p), "clean"), lease.OwnEntries(l, p.UID), registered, d.book.timedOut, d.patience)
+	plan := lease.PlanRelease(lease.ReleaseInput{
 		Self: p.UID, Current: l, Observed: states, Expired: expired, Now: metav1.Now().Rfc3339Copy(),
-		Reason: fmt.Sprintf("CDCPipeline %s/%s was deleted while this cluster could not be emptied within %s", p.Namespace, p.Name, r.TombstoneGrace),
+		Reason: fmt.Sprintf("CDCPipeline %s/%s was deleted while this cluster could not be emptied within %s", p.Namespace, p.Name, d.grace),
 	})
-	for _, e := range ownEntries(l, p.UID) {
+	for _, e := range lease.OwnEntries(l, p.UID) {
 		if states[lease.KeyOf(e)] == lease.Empty {
-			r.event(p, corev1.EventTypeNormal, EventRemoved, "Delete", "removed from cluster %q", e.Cluster)
+			d.emit(p, corev1.EventTypeNormal, EventRemoved, "Delete", "removed from cluster %q", e.Cluster)
 		}
 	}
 	var err error
 	switch {
-	case d.Delete:
-		err = r.leases.Remove(ctx, l)
-	case d.Changed:
-		_, err = r.writeLease(ctx, l, d.Lease, func(cur, next *urutauv1alpha1.ReaderLease) (*urutauv1alpha1.ReaderLease, error) {
-			return r.leases.Write(ctx, cur, next)
-		})
+	case plan.Delete:
+		err = d.leases.Remove(ctx, l)
+	case plan.Changed:
+		_, err = d.writes.lease(ctx, l, plan.Lease)
 	}
-	return d.Left, err
+	return plan.Left, err
 }
 
-// leasesOfDeleted lists the leases that record p: from the cache, and its own lease read from
-// the API server, which a cache that lags behind a write just made may not show yet.
-func (r *CoordinatorReconciler) leasesOfDeleted(ctx context.Context, p *urutauv1alpha1.CDCPipeline) ([]urutauv1alpha1.ReaderLease, error) {
-	cached, err := r.leases.Of(ctx, p.UID)
+// leasesOf lists the leases that record p: from the cache, and its own lease read from the API
+// server, which a cache that lags behind a write just made may not show yet.
+func (d *deletion) leasesOf(ctx context.Context, p *urutauv1alpha1.CDCPipeline) ([]urutauv1alpha1.ReaderLease, error) {
+	cached, err := d.leases.Of(ctx, p.UID)
 	if err != nil {
 		return nil, err
 	}
-	own, err := r.leases.GetLive(ctx, lease.Name(sourceIdentity(parseInline(p)), p.UID))
-	if err != nil || own == nil || !recordsPipeline(own, p.UID) {
+	own, err := d.leases.GetLive(ctx, lease.Name(sourceIdentity(parseInline(p)), p.UID))
+	if err != nil || own == nil || !lease.Records(own, p.UID) {
 		return cached, err
 	}
 	out := []urutauv1alpha1.ReaderLease{*own}
@@ -112,12 +125,12 @@ type leftEntry struct {
 }
 
 // tombstoned reports the entries a deleted pipeline leaves behind as tombstones.
-func (r *CoordinatorReconciler) tombstoned(p *urutauv1alpha1.CDCPipeline, left []leftEntry) {
+func (d *deletion) tombstoned(p *urutauv1alpha1.CDCPipeline, left []leftEntry) {
 	for _, e := range left {
 		tombstonesWritten.Inc()
-		r.event(p, corev1.EventTypeWarning, EventTombstoned, "Delete",
+		d.emit(p, corev1.EventTypeWarning, EventTombstoned, "Delete",
 			"cluster %q not emptied within %s: its entry in ReaderLease %s/%s stays as a tombstone and empties it when it answers",
-			e.Cluster, r.TombstoneGrace, r.leases.Namespace, e.lease)
+			e.Cluster, d.grace, d.leases.Namespace, e.lease)
 	}
 }
 
@@ -137,11 +150,11 @@ func showDeleting(p *urutauv1alpha1.CDCPipeline, left []leftEntry, down func(mem
 	p.Status.Clusters = status.Clusters(p.Status.Clusters, status.Observation{Now: status.Now(), Members: dedupByName(shown)})
 }
 
-// removeFinalizer lets the CR go.
-func (r *CoordinatorReconciler) removeFinalizer(ctx context.Context, p *urutauv1alpha1.CDCPipeline) error {
+// removeFinalizer lets the CR go. Not echo-filtered: the pipeline's next event is its removal.
+func (d *deletion) removeFinalizer(ctx context.Context, p *urutauv1alpha1.CDCPipeline) error {
 	orig := p.DeepCopy()
 	controllerutil.RemoveFinalizer(p, urutauv1alpha1.Finalizer)
-	if err := r.Client.Patch(ctx, p, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}), client.FieldOwner(r.FieldManager)); err != nil {
+	if err := d.writes.client.Patch(ctx, p, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}), client.FieldOwner(d.writes.fieldManager)); err != nil {
 		return client.IgnoreNotFound(err)
 	}
 	return nil

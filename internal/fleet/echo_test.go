@@ -65,16 +65,16 @@ func TestWriteHubLooksAgainAtOthersChanges(t *testing.T) {
 			p.Annotations = map[string]string{urutauv1alpha1.AnnotationConfirmGone: "member-a"}
 		}, true},
 	} {
-		r := &CoordinatorReconciler{}
+		hw := &hubWrites{}
 		p := sent.DeepCopy()
-		err := r.writeHub(p, func() error {
+		err := hw.pipeline(p, func() error {
 			p.ResourceVersion = "11" // a no-op patch: the latest resourceVersion, someone else's
 			tc.other(p)
 			return nil
 		})
-		_, again := r.lookAgain.Load(client.ObjectKeyFromObject(p))
+		again := hw.again(client.ObjectKeyFromObject(p))
 		if err != nil || again != tc.again {
-			t.Errorf("%s: writeHub = %v, looks again %v, want %v", tc.name, err, again, tc.again)
+			t.Errorf("%s: pipeline write = %v, looks again %v, want %v", tc.name, err, again, tc.again)
 		}
 	}
 }

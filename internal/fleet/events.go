@@ -8,6 +8,7 @@ import (
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
 	"github.com/urutau-io/fleet/internal/memberwork"
 	"github.com/urutau-io/fleet/internal/status"
+	"github.com/urutau-io/fleet/internal/tombstones"
 )
 
 // Event reasons on the CDCPipeline. The first three are the single-cluster operator's.
@@ -29,7 +30,7 @@ const (
 	EventClusterIdentity     = "ClusterIdentityChanged"
 	EventClusterDeregistered = "ClusterDeregistered"
 	EventStrayObjects        = "StrayObjectsFound"
-	EventTombstoneReplayed   = "TombstoneReplayed"
+	EventTombstoneReplayed   = tombstones.EventReplayed
 	// EventFenceDrained: a fenced member the pipeline left is drained by the fence's bound.
 	EventFenceDrained = "FencedClusterDrained"
 )

@@ -7,11 +7,10 @@ import (
 	"strings"
 	"time"
 
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
 	"github.com/urutau-io/fleet/internal/failover"
 	"github.com/urutau-io/fleet/internal/inventory"
+	"github.com/urutau-io/fleet/internal/lease"
 	"github.com/urutau-io/fleet/internal/members"
 	"github.com/urutau-io/fleet/internal/memberwork"
 )
@@ -48,7 +47,7 @@ func observeFailover(p *urutauv1alpha1.CDCPipeline, listed []inventory.Member, h
 // activeCandidate is the most preferred candidate on which the pipeline's lease entry is Active.
 func activeCandidate(l *urutauv1alpha1.ReaderLease, p *urutauv1alpha1.CDCPipeline, candidates []string) string {
 	for _, m := range candidates {
-		if slices.ContainsFunc(ownEntries(l, p.UID), func(e urutauv1alpha1.LeaseMember) bool {
+		if slices.ContainsFunc(lease.OwnEntries(l, p.UID), func(e urutauv1alpha1.LeaseMember) bool {
 			return e.Cluster == m && e.State == urutauv1alpha1.LeaseMemberActive
 		}) {
 			return m
@@ -66,15 +65,13 @@ func reportFailover(emit emitFunc, p, orig *urutauv1alpha1.CDCPipeline, w *world
 
 // consumeFailoverRequest removes urutau.io/failover-to once read: it applies to the move it was
 // given for.
-func (r *CoordinatorReconciler) consumeFailoverRequest(ctx context.Context, p *urutauv1alpha1.CDCPipeline, w *world) error {
+func (pc *placer) consumeFailoverRequest(ctx context.Context, p *urutauv1alpha1.CDCPipeline, w *world) error {
 	if w.failover == nil || w.failover.Requested == "" {
 		return nil
 	}
 	orig := p.DeepCopy()
 	delete(p.Annotations, urutauv1alpha1.AnnotationFailoverTo)
-	if err := r.writeHub(p, func() error {
-		return r.Client.Patch(ctx, p, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}), client.FieldOwner(r.FieldManager))
-	}); err != nil {
+	if err := pc.writes.patch(ctx, orig, p); err != nil {
 		return fmt.Errorf("removing the %s annotation once read: %w", urutauv1alpha1.AnnotationFailoverTo, err)
 	}
 	return nil

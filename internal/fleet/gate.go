@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
+	"github.com/urutau-io/fleet/internal/lease"
 	"github.com/urutau-io/fleet/internal/status"
 )
 
@@ -49,7 +50,7 @@ func (r *CoordinatorReconciler) clearPassedTermination(ctx context.Context, p *u
 	}
 	orig := p.DeepCopy()
 	p.Status.Terminated = nil
-	if err := r.patchStatus(ctx, orig, p, true); err != nil {
+	if err := r.writes.status(ctx, orig, p, true); err != nil {
 		return err
 	}
 	r.event(p, corev1.EventTypeNormal, EventTerminationCleared, "Reconcile",
@@ -105,7 +106,7 @@ func showNoFenceImage(p *urutauv1alpha1.CDCPipeline, w *world) {
 // and message, keeping what was known of its coordinator: nothing was asked of the members.
 func frozenObservation(p *urutauv1alpha1.CDCPipeline, w *world, phase urutauv1alpha1.ClusterPhase, msg string) status.Observation {
 	shown := sets.New(w.selected...).Insert(p.Status.Inventory...)
-	for _, e := range ownEntries(w.lease, p.UID) {
+	for _, e := range lease.OwnEntries(w.lease, p.UID) {
 		shown.Insert(e.Cluster)
 	}
 	prev := map[string]urutauv1alpha1.ClusterStatus{}

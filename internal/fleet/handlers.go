@@ -3,13 +3,10 @@ package fleet
 import (
 	"context"
 	"maps"
-	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/util/workqueue"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -21,7 +18,7 @@ import (
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
-	"github.com/urutau-io/fleet/internal/failover"
+	"github.com/urutau-io/fleet/internal/hubindex"
 	"github.com/urutau-io/fleet/internal/ssa"
 )
 
@@ -31,7 +28,7 @@ import (
 // the pipelines they concern, and lease changes bring back the pipelines that wait on that lease.
 // They read the hub's cache (lookup) and the reconciler's echo filters, and write nothing.
 type handlers struct {
-	lookup  lookup
+	lookup  hubindex.Lookup
 	applier *ssa.Applier
 	// hubEchoes and leaseEchoes hold the resourceVersions of our writes to pipelines and leases.
 	hubEchoes, leaseEchoes *ssa.EchoFilter
@@ -152,7 +149,7 @@ func deletionStarted(before, after client.Object) bool {
 // that leaves takes everything kept about it (members.Set.Forget) along.
 func (h *handlers) inventory(multicluster.ClusterName, cluster.Cluster) handler.TypedEventHandler[client.Object, mcreconcile.Request] {
 	enqueue := func(ctx context.Context, q queue, entry client.Object, all bool) {
-		for _, key := range h.lookup.pipelinesFor(ctx, entry.GetName(), all) {
+		for _, key := range h.lookup.ForEntry(ctx, entry.GetName(), all) {
 			q.Add(localRequest(key))
 		}
 	}
@@ -186,76 +183,12 @@ type healthChecks interface {
 	Forget(member string)
 }
 
-// lookup finds, in the hub's cache, the pipelines a change concerns.
-type lookup struct {
-	hub            client.Reader
-	leaseNamespace string
-}
-
-// pipelinesFor lists the pipelines to reconcile after a change of member's inventory entry:
-// every pipeline, or only those placed there.
-func (l lookup) pipelinesFor(ctx context.Context, member string, all bool) []types.NamespacedName {
-	if !all {
-		return l.pipelinesOn(ctx, member)
-	}
-	list := &urutauv1alpha1.CDCPipelineList{}
-	if err := l.hub.List(ctx, list); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "listing CDCPipelines after an inventory change")
-		return nil
-	}
-	out := make([]types.NamespacedName, 0, len(list.Items))
-	for i := range list.Items {
-		out = append(out, client.ObjectKeyFromObject(&list.Items[i]))
-	}
-	return out
-}
-
-// pipelinesOn lists the live pipelines placed on member, or holding objects there: those whose
-// status says so, and those a lease records there. The lease is written before anything is
-// applied and the status only after, so a pipeline whose first apply there is still running is
-// found by its lease entry alone.
-func (l lookup) pipelinesOn(ctx context.Context, member string) []types.NamespacedName {
-	list := &urutauv1alpha1.CDCPipelineList{}
-	if err := l.hub.List(ctx, list); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "listing CDCPipelines placed on a member", "cluster", member)
-		return nil
-	}
-	leased := l.leasedOn(ctx, member)
-	var out []types.NamespacedName
-	for i := range list.Items {
-		p := &list.Items[i]
-		if leased.Has(p.UID) || slices.Contains(p.Status.Inventory, member) || slices.ContainsFunc(p.Status.Clusters, func(c urutauv1alpha1.ClusterStatus) bool { return c.Name == member }) ||
-			failover.Named(p, member) {
-			out = append(out, client.ObjectKeyFromObject(p))
-		}
-	}
-	return out
-}
-
-// leasedOn lists the pipelines that a lease entry records on member.
-func (l lookup) leasedOn(ctx context.Context, member string) sets.Set[types.UID] {
-	out := sets.New[types.UID]()
-	list := &urutauv1alpha1.ReaderLeaseList{}
-	if err := l.hub.List(ctx, list, client.InNamespace(l.leaseNamespace)); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "listing ReaderLeases with entries on a member", "cluster", member)
-		return out
-	}
-	for i := range list.Items {
-		for _, e := range list.Items[i].Spec.Members {
-			if e.Cluster == member {
-				out.Insert(e.PipelineUID)
-			}
-		}
-	}
-	return out
-}
-
 // leases brings back the pipelines a lease concerns when someone else changed it (our
 // own writes are echoes): its holder, the pipelines of its entries, and every pipeline that
 // reads its source, which may be waiting for it.
 func (h *handlers) leases(multicluster.ClusterName, cluster.Cluster) handler.TypedEventHandler[client.Object, mcreconcile.Request] {
 	enqueue := func(ctx context.Context, q queue, o client.Object) {
-		for _, key := range h.lookup.pipelinesOfLease(ctx, o) {
+		for _, key := range h.lookup.OfLease(ctx, o) {
 			q.Add(localRequest(key))
 		}
 	}
@@ -277,32 +210,12 @@ func (h *handlers) leases(multicluster.ClusterName, cluster.Cluster) handler.Typ
 	}
 }
 
-// pipelinesOfLease lists the pipelines lease o concerns.
-func (lk lookup) pipelinesOfLease(ctx context.Context, o client.Object) []types.NamespacedName {
-	l, ok := o.(*urutauv1alpha1.ReaderLease)
-	if !ok {
-		return nil
-	}
-	keys := map[types.NamespacedName]bool{{Namespace: l.Spec.Holder.Namespace, Name: l.Spec.Holder.Name}: true}
-	for _, e := range l.Spec.Members {
-		keys[types.NamespacedName{Namespace: e.PipelineNamespace, Name: e.PipelineName}] = true
-	}
-	list := &urutauv1alpha1.CDCPipelineList{}
-	if err := lk.hub.List(ctx, list, client.MatchingFields{indexPipelineLease: l.Name}); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "listing the CDCPipelines of a reader lease", "readerLease", l.Name)
-	}
-	for i := range list.Items {
-		keys[client.ObjectKeyFromObject(&list.Items[i])] = true
-	}
-	return slices.Collect(maps.Keys(keys))
-}
-
 // policies brings every pipeline back when a PlacementPolicy changes: it may open or
 // close any member to any namespace.
 func (h *handlers) policies(multicluster.ClusterName, cluster.Cluster) handler.TypedEventHandler[client.Object, mcreconcile.Request] {
 	return handler.TypedEnqueueRequestsFromMapFunc[client.Object, mcreconcile.Request](func(ctx context.Context, _ client.Object) []mcreconcile.Request {
 		var out []mcreconcile.Request
-		for _, k := range h.lookup.pipelinesFor(ctx, "", true) {
+		for _, k := range h.lookup.ForEntry(ctx, "", true) {
 			out = append(out, localRequest(k))
 		}
 		return out
@@ -314,23 +227,9 @@ func (h *handlers) policies(multicluster.ClusterName, cluster.Cluster) handler.T
 func (h *handlers) hubNamespaces(multicluster.ClusterName, cluster.Cluster) handler.TypedEventHandler[client.Object, mcreconcile.Request] {
 	return handler.TypedEnqueueRequestsFromMapFunc[client.Object, mcreconcile.Request](func(ctx context.Context, ns client.Object) []mcreconcile.Request {
 		var out []mcreconcile.Request
-		for _, k := range h.lookup.pipelinesIn(ctx, ns.GetName()) {
+		for _, k := range h.lookup.In(ctx, ns.GetName()) {
 			out = append(out, localRequest(k))
 		}
 		return out
 	})
-}
-
-// pipelinesIn lists the pipelines of hub namespace ns.
-func (lk lookup) pipelinesIn(ctx context.Context, ns string) []types.NamespacedName {
-	list := &urutauv1alpha1.CDCPipelineList{}
-	if err := lk.hub.List(ctx, list, client.InNamespace(ns)); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "listing the CDCPipelines of a namespace", "namespace", ns)
-		return nil
-	}
-	out := make([]types.NamespacedName, 0, len(list.Items))
-	for i := range list.Items {
-		out = append(out, client.ObjectKeyFromObject(&list.Items[i]))
-	}
-	return out
 }

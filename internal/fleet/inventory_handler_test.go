@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
+	"github.com/urutau-io/fleet/internal/hubindex"
 	"github.com/urutau-io/fleet/internal/members"
 	"github.com/urutau-io/fleet/internal/status"
 )
@@ -44,8 +45,9 @@ func TestInventoryEventHandler(t *testing.T) {
 	hub := fake.NewClientBuilder().WithScheme(scheme).
 		WithObjects(pipeline("on-m", "a", "m"), pipeline("elsewhere", "a"), pipeline("nowhere"), applying, rl).
 		WithStatusSubresource(&urutauv1alpha1.CDCPipeline{}).Build()
-	r := &CoordinatorReconciler{health: checks, Client: hub}
-	handlers := &handlers{health: checks, lookup: lookup{hub: hub, leaseNamespace: "urutau-system"}, forgetMember: r.forgetMember}
+	r := &CoordinatorReconciler{Client: hub}
+	r.book = memberBook{members: &r.members, applier: &r.applier, health: checks}
+	handlers := &handlers{health: checks, lookup: hubindex.Lookup{Hub: hub, LeaseNamespace: "urutau-system"}, forgetMember: r.book.forget}
 	h := handlers.inventory("", nil)
 
 	entry := func(labels, annotations map[string]string, kubeconfig string) *corev1.Secret {
@@ -103,7 +105,7 @@ func TestInventoryEventHandler(t *testing.T) {
 	// A member that leaves takes what was kept about it.
 	r.members.SetHealth("m", members.Health{Checked: true, Up: true})
 	work := members.WorkKey{Pipeline: types.NamespacedName{Namespace: "cdc", Name: "on-m"}, Member: "m"}
-	r.backoff.Failed(work, status.MemberObservation{Name: "m"}, time.Now())
+	r.book.backoff.Failed(work, status.MemberObservation{Name: "m"}, time.Now())
 	memberHeld.WithLabelValues("m").Set(1)
 	checks.forgot = nil
 	queued(func(ctx context.Context, q workqueue.TypedRateLimitingInterface[mcreconcile.Request]) {
@@ -112,7 +114,7 @@ func TestInventoryEventHandler(t *testing.T) {
 	if h := r.members.Health("m"); h.Checked {
 		t.Fatal("the health of a member that left was kept")
 	}
-	if _, _, waiting := r.backoff.Waiting(work, time.Now()); waiting {
+	if _, _, waiting := r.book.backoff.Waiting(work, time.Now()); waiting {
 		t.Fatal("the backoff of a member that left was kept")
 	}
 	if n := testutil.CollectAndCount(memberHeld); n != 0 {

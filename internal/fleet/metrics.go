@@ -5,6 +5,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/urutau-io/fleet/internal/fencelease"
+	"github.com/urutau-io/fleet/internal/gauges"
 	"github.com/urutau-io/fleet/internal/members"
 	"github.com/urutau-io/fleet/internal/memberwork"
 	"github.com/urutau-io/fleet/internal/orphans"
@@ -28,22 +29,6 @@ var (
 		Name: "urutau_fleet_member_held",
 		Help: "1 while reconciles skip the member because its earlier requests have not been answered.",
 	}, []string{memberLabel})
-	memberPipelines = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "urutau_fleet_member_pipelines",
-		Help: "Pipelines placed on (or being removed from) the member, by phase.",
-	}, []string{memberLabel, "phase"})
-	tombstonesPending = prometheus.NewGauge(prometheus.GaugeOpts{
-		Name: "urutau_fleet_tombstones_pending",
-		Help: "ReaderLease entries of deleted pipelines waiting for their member to be emptied.",
-	})
-	leaseWaits = prometheus.NewGauge(prometheus.GaugeOpts{
-		Name: "urutau_fleet_reader_lease_waits",
-		Help: "Pipelines waiting for their source's reader lease (another pipeline, or a departed member, may still run a reader).",
-	})
-	pipelinesByReady = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "urutau_fleet_pipelines",
-		Help: "Pipelines of the hub by the status of their Ready condition (True, False, Unknown).",
-	}, []string{"ready"})
 )
 
 // deleterByLabels is what every labelled metric vector can do.
@@ -54,7 +39,7 @@ type deleterByLabels interface {
 // memberMetrics are the vectors with a member label, dropped for a member that leaves (with
 // the ForgetMemberSeries of memberwork, orphans and fencelease).
 var memberMetrics = []deleterByLabels{
-	memberHeld, memberPipelines,
+	memberHeld,
 }
 
 // forgetMemberSeries deletes every series of member in memberMetrics.
@@ -62,12 +47,12 @@ func forgetMemberSeries(member string) {
 	memberwork.ForgetMemberSeries(member)
 	orphans.ForgetMemberSeries(member)
 	fencelease.ForgetMemberSeries(member)
+	gauges.ForgetMemberSeries(member)
 	for _, v := range memberMetrics {
 		v.DeletePartialMatch(prometheus.Labels{memberLabel: member})
 	}
 }
 
 func init() {
-	metrics.Registry.MustRegister(tombstonesWritten,
-		memberHeld, memberPipelines, tombstonesPending, leaseWaits, pipelinesByReady)
+	metrics.Registry.MustRegister(tombstonesWritten, memberHeld)
 }

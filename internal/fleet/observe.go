@@ -3,7 +3,6 @@ package fleet
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -154,17 +153,11 @@ func (r *CoordinatorReconciler) observeLease(ctx context.Context, p *urutauv1alp
 		return err
 	}
 	for _, l := range others {
-		if l.Name != w.leaseName && recordsPipeline(&l, p.UID) {
+		if l.Name != w.leaseName && lease.Records(&l, p.UID) {
 			w.elsewhere = append(w.elsewhere, l.Name)
 		}
 	}
 	return nil
-}
-
-// recordsPipeline tells whether lease l still records something of pipeline uid: an entry, or
-// the holder's claim.
-func recordsPipeline(l *urutauv1alpha1.ReaderLease, uid types.UID) bool {
-	return l.Spec.Holder.UID == uid || slices.ContainsFunc(l.Spec.Members, func(e urutauv1alpha1.LeaseMember) bool { return e.PipelineUID == uid })
 }
 
 // pipelineGone tells whether ref no longer names a live pipeline: deleted, being deleted, or
@@ -185,7 +178,7 @@ func (r *CoordinatorReconciler) pipelineGone(ctx context.Context, ref urutauv1al
 // the pipeline names, and decides which selected members the pipeline may run on.
 func (rd memberReads) identities(ctx context.Context, p *urutauv1alpha1.CDCPipeline, w *world) {
 	names := sets.New(w.selected...)
-	for _, e := range ownEntries(w.lease, p.UID) {
+	for _, e := range lease.OwnEntries(w.lease, p.UID) {
 		if _, ok := w.inventory[e.Cluster]; ok {
 			names.Insert(e.Cluster)
 		}
@@ -224,7 +217,7 @@ func (rd memberReads) identities(ctx context.Context, p *urutauv1alpha1.CDCPipel
 			// It does not answer: the pipeline still runs there if its objects went there (its
 			// entry says which cluster); the apply finds it down, and checks the identity
 			// before it writes anything.
-			if id := ownIdentity(w.lease, p.UID, m); id != "" {
+			if id := lease.OwnIdentity(w.lease, p.UID, m); id != "" {
 				w.ids[m] = id
 				continue
 			}
@@ -233,7 +226,7 @@ func (rd memberReads) identities(ctx context.Context, p *urutauv1alpha1.CDCPipel
 			}
 			w.unidentified[m] = res.err
 		default:
-			if why := identityProblem(m, w.inventory[m], res.id, ownEntries(w.lease, p.UID), w.ids); why != "" {
+			if why := identityProblem(m, w.inventory[m], res.id, lease.OwnEntries(w.lease, p.UID), w.ids); why != "" {
 				w.refused[m] = why
 			} else if w.inventory[m].Annotations[urutauv1alpha1.AnnotationClusterID] != "" {
 				w.accepted.Insert(m)
@@ -301,31 +294,6 @@ func (w *world) placedOn(m string) bool {
 		}
 	}
 	return false
-}
-
-// ownIdentity is the identity of the cluster an Active or Drained entry of pipeline uid names
-// member by, "" when there is none.
-func ownIdentity(l *urutauv1alpha1.ReaderLease, uid types.UID, member string) string {
-	for _, e := range ownEntries(l, uid) {
-		if e.Cluster == member && e.State != urutauv1alpha1.LeaseMemberGone {
-			return e.ClusterID
-		}
-	}
-	return ""
-}
-
-// ownEntries are the entries of pipeline uid in lease l.
-func ownEntries(l *urutauv1alpha1.ReaderLease, uid types.UID) []urutauv1alpha1.LeaseMember {
-	if l == nil {
-		return nil
-	}
-	var out []urutauv1alpha1.LeaseMember
-	for _, e := range l.Spec.Members {
-		if e.PipelineUID == uid {
-			out = append(out, e)
-		}
-	}
-	return out
 }
 
 // targets are the selected members the pipeline is to run on, with their identity.

@@ -24,7 +24,7 @@ func TestPatchStatusCarriesTheStatusOnly(t *testing.T) {
 	stored := &urutauv1alpha1.CDCPipeline{ObjectMeta: metav1.ObjectMeta{Namespace: "cdc", Name: "p",
 		Annotations: map[string]string{urutauv1alpha1.AnnotationFailoverTo: "b"}}}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(stored).WithStatusSubresource(stored).Build()
-	r := &CoordinatorReconciler{Client: c, FieldManager: DefaultFieldManager}
+	hw := &hubWrites{client: c, fieldManager: DefaultFieldManager}
 	p := &urutauv1alpha1.CDCPipeline{}
 	if err := c.Get(t.Context(), client.ObjectKeyFromObject(stored), p); err != nil {
 		t.Fatal(err)
@@ -44,7 +44,7 @@ func TestPatchStatusCarriesTheStatusOnly(t *testing.T) {
 	}
 
 	p.Status.Failover = &urutauv1alpha1.FailoverStatus{Member: "b"}
-	if err := r.patchStatus(t.Context(), orig, p, false); err != nil {
+	if err := hw.status(t.Context(), orig, p, false); err != nil {
 		t.Fatalf("the status write failed on someone else's write since: %v", err)
 	}
 	got := &urutauv1alpha1.CDCPipeline{}
@@ -60,7 +60,7 @@ func TestPatchStatusCarriesTheStatusOnly(t *testing.T) {
 	stale.ResourceVersion = orig.ResourceVersion
 	locked := stale.DeepCopy()
 	locked.Status.Failover = nil
-	if err := r.patchStatus(t.Context(), stale, locked, true); err == nil {
+	if err := hw.status(t.Context(), stale, locked, true); err == nil {
 		t.Error("a locked status write on a stale pipeline succeeded")
 	}
 }

@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"time"
 
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -21,12 +19,13 @@ import (
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
+	"github.com/urutau-io/fleet/internal/fencelease"
+	"github.com/urutau-io/fleet/internal/hubindex"
 	"github.com/urutau-io/fleet/internal/inventory"
 	"github.com/urutau-io/fleet/internal/lease"
 	"github.com/urutau-io/fleet/internal/members"
 	"github.com/urutau-io/fleet/internal/memberwork"
 	"github.com/urutau-io/fleet/internal/ssa"
-	"github.com/urutau-io/fleet/internal/status"
 	"github.com/urutau-io/fleet/internal/tenancy"
 )
 
@@ -57,6 +56,13 @@ const (
 	DefaultOrphanScanInterval = 5 * time.Minute
 	// DefaultSecretRecheckInterval is how often a placed pipeline reads its members' Secrets again.
 	DefaultSecretRecheckInterval = time.Minute
+	// DefaultFenceTTL is how long a fenced coordinator runs after the last renewal it saw.
+	DefaultFenceTTL = 30 * time.Second
+	// DefaultFenceGrace is how long it has between SIGTERM and SIGKILL.
+	DefaultFenceGrace = 15 * time.Second
+	// DefaultFenceMargin is what the hub waits beyond the fence's bound: the drift between the
+	// hub's and the pod's clock rates over the bound, the fence's loop, and a process's death.
+	DefaultFenceMargin = 10 * time.Second
 )
 
 // CoordinatorReconciler places CDCPipelines of the hub on member clusters and keeps their
@@ -161,28 +167,24 @@ type CoordinatorReconciler struct {
 	// before it decides.
 	fanOut fanOut
 	reads  memberReads
-	// backoff spaces the retries of one pipeline on one member that answered with an error.
-	backoff members.Backoff[status.MemberObservation]
 	// queue is the controller's queue: work that ends late brings its pipeline back through it.
 	queue atomic.Pointer[workqueue.TypedRateLimitingInterface[mcreconcile.Request]]
-	// wakeLease has a ReaderLease's tombstone replay run again (LeaseReconciler.requeue).
+	// wakeLease has a ReaderLease's tombstone replay run again (tombstones.Reconciler.Requeue).
 	wakeLease func(keys ...types.NamespacedName)
-	// hubEchoes and leaseEchoes filter the hub watch events of our own writes to pipelines and
-	// ReaderLeases (ssa.EchoFilter).
-	hubEchoes, leaseEchoes ssa.EchoFilter
-	// health checks every member periodically (members.Monitor); records publishes what it finds.
-	health healthChecks
+	// writes makes the writes to the hub; book keeps what is known of each member.
+	writes hubWrites
+	book   memberBook
 	// tenancy decides the tenancy boundary at reconcile time.
 	tenancy hubTenancy
 	// lookup finds the pipelines a member, a lease or an inventory change concerns.
-	lookup  lookup
-	records members.Records
-	// lookAgain holds the pipelines whose writes crossed a change by someone else: they are
-	// reconciled again at once.
-	lookAgain sync.Map
+	lookup hubindex.Lookup
+	// The phases that hold their own dependencies: deleting, placing, applying.
+	deletion deletion
+	placer   placer
+	rollout  rollout
 	// fence renews the fence Leases of fenced placements and tells when a member they left is
-	// drained by the fence (fencelease.go).
-	fence *hubFence
+	// drained by the fence.
+	fence *fencelease.Hub
 }
 
 // Reconcile brings one hub CDCPipeline's members to its spec, in phases: deletion first, then the
@@ -199,7 +201,7 @@ func (r *CoordinatorReconciler) Reconcile(ctx context.Context, req mcreconcile.R
 		ctrl.LoggerFrom(ctx).V(1).Info("reader lease changed; reconciling again", "reason", err.Error())
 		return ctrl.Result{RequeueAfter: lookAgainAfter}, nil
 	}
-	if _, again := r.lookAgain.LoadAndDelete(req.NamespacedName); again && err == nil && (res.RequeueAfter <= 0 || res.RequeueAfter > lookAgainAfter) {
+	if again := r.writes.again(req.NamespacedName); again && err == nil && (res.RequeueAfter <= 0 || res.RequeueAfter > lookAgainAfter) {
 		// A change by someone else crossed one of our writes (ssa.EchoFilter): see it now.
 		res.RequeueAfter = lookAgainAfter
 	}
@@ -227,7 +229,7 @@ func (r *CoordinatorReconciler) reconcile(ctx context.Context, req mcreconcile.R
 		return res, nil // the pipeline is gone, or about to be: there is no status to write
 	}
 	// The reconcile's one status write: what its phases set, when it changed (idle is quiet).
-	if err := r.patchStatus(ctx, orig, p, false); err != nil {
+	if err := r.writes.status(ctx, orig, p, false); err != nil {
 		return ctrl.Result{}, err
 	}
 	return res, nil
@@ -248,7 +250,7 @@ func (r *CoordinatorReconciler) prepare(ctx context.Context, p *urutauv1alpha1.C
 // phases are the reconcile's work over p; they set its status, and reconcile writes it.
 func (r *CoordinatorReconciler) phases(ctx context.Context, p *urutauv1alpha1.CDCPipeline) (ctrl.Result, error) {
 	if !p.DeletionTimestamp.IsZero() {
-		return r.reconcileDelete(ctx, p)
+		return r.deletion.run(ctx, p)
 	}
 	w, err := r.observe(ctx, p)
 	if err != nil {
@@ -257,11 +259,11 @@ func (r *CoordinatorReconciler) phases(ctx context.Context, p *urutauv1alpha1.CD
 	if r.gate(p, w) {
 		return ctrl.Result{}, nil
 	}
-	plan, err := r.place(ctx, p, w)
+	plan, err := r.placer.place(ctx, p, w)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	results := r.applyAll(ctx, p, w, plan)
+	results := r.rollout.all(ctx, p, w, plan)
 	return r.report(ctx, p, w, plan, results), nil
 }
 
@@ -270,8 +272,8 @@ func (r *CoordinatorReconciler) fetch(ctx context.Context, key types.NamespacedN
 	p := &urutauv1alpha1.CDCPipeline{}
 	if err := r.Client.Get(ctx, key, p); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.backoff.ForgetPipeline(key)
-			r.hubEchoes.Forget(key.String())
+			r.book.backoff.ForgetPipeline(key)
+			r.writes.pipelineEchoes.Forget(key.String())
 			return nil, nil
 		}
 		return nil, err
@@ -286,9 +288,7 @@ func (r *CoordinatorReconciler) ensureFinalizer(ctx context.Context, p *urutauv1
 	}
 	orig := p.DeepCopy()
 	controllerutil.AddFinalizer(p, urutauv1alpha1.Finalizer)
-	if err := r.writeHub(p, func() error {
-		return r.Client.Patch(ctx, p, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}), client.FieldOwner(r.FieldManager))
-	}); err != nil {
+	if err := r.writes.patch(ctx, orig, p); err != nil {
 		return fmt.Errorf("adding finalizer: %w", err)
 	}
 	return nil
@@ -316,33 +316,6 @@ func (r *CoordinatorReconciler) requeue(keys ...types.NamespacedName) {
 		(*q).Add(mcreconcile.Request{Request: reconcile.Request{NamespacedName: k}, ClusterName: mcmanager.LocalCluster})
 	}
 }
-
-// writeHub makes one write to pipeline p through write, which updates p with the answer, and
-// tells the hub echo filter about it. An answer that shows a change by someone else has the
-// pipeline looked at again: a write that changed nothing answers with the latest
-// resourceVersion, and the filter then takes that change's event for our echo.
-func (r *CoordinatorReconciler) writeHub(p *urutauv1alpha1.CDCPipeline, write func() error) error {
-	key := hubKey(p)
-	sent := p.DeepCopy()
-	r.hubEchoes.Begin(key)
-	err := write()
-	rv := ""
-	if err == nil {
-		rv = p.ResourceVersion
-	}
-	if r.hubEchoes.End(key, rv) || (err == nil && othersWrote(sent, p)) {
-		r.lookAgain.Store(client.ObjectKeyFromObject(p), true)
-	}
-	return err
-}
-
-// othersWrote tells that the answer to a write of sent carries a change the hub does not make
-// and acts on: the spec (its generation), a deletion, labels, annotations, status.terminated.
-func othersWrote(sent, answer *urutauv1alpha1.CDCPipeline) bool {
-	return othersChange(sent, answer) || !apiequality.Semantic.DeepEqual(sent.Status.Terminated, answer.Status.Terminated)
-}
-
-func hubKey(o client.Object) string { return o.GetNamespace() + "/" + o.GetName() }
 
 // nowRFC3339 is a terminated.at value.
 func nowRFC3339() string { return time.Now().UTC().Format(time.RFC3339) }

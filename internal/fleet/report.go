@@ -6,10 +6,8 @@ import (
 	"slices"
 	"time"
 
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/util/sets"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
 	"github.com/urutau-io/fleet/internal/failover"
@@ -203,30 +201,6 @@ func (li lookIntervals) nextLook(p *urutauv1alpha1.CDCPipeline, w *world, obs st
 		}
 	}
 	return after
-}
-
-// patchStatus merge-patches the hub status from orig's to p's, only when it changed (idle is
-// quiet). The merge patch carries only what we changed of the status, so fields others write
-// (phase, runId) are not clobbered, and nothing of the metadata: writes to p made since orig
-// (annotations consumed by the phases) put no resourceVersion in it, which would fail the patch
-// on any write by someone else meanwhile. lock adds p's resourceVersion as a precondition where
-// acting on a stale object would be wrong (clearing a termination).
-func (r *CoordinatorReconciler) patchStatus(ctx context.Context, orig, p *urutauv1alpha1.CDCPipeline, lock bool) error {
-	if apiequality.Semantic.DeepEqual(orig.Status, p.Status) {
-		return nil
-	}
-	base := p.DeepCopy()
-	base.Status = *orig.Status.DeepCopy()
-	var opts []client.MergeFromOption
-	if lock {
-		opts = append(opts, client.MergeFromWithOptimisticLock{})
-	}
-	if err := r.writeHub(p, func() error {
-		return r.Client.Status().Patch(ctx, p, client.MergeFromWithOptions(base, opts...), client.FieldOwner(r.FieldManager))
-	}); err != nil {
-		return fmt.Errorf("patching status: %w", err)
-	}
-	return nil
 }
 
 func departedNames(es []urutauv1alpha1.LeaseMember) []string {

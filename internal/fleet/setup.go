@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -17,18 +16,17 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
-	"sigs.k8s.io/controller-runtime/pkg/cluster"
-	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 	mcbuilder "sigs.k8s.io/multicluster-runtime/pkg/builder"
 	mccontroller "sigs.k8s.io/multicluster-runtime/pkg/controller"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
-	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
+	"github.com/urutau-io/fleet/internal/fencelease"
+	"github.com/urutau-io/fleet/internal/gauges"
+	"github.com/urutau-io/fleet/internal/hubindex"
 	"github.com/urutau-io/fleet/internal/inventory"
 	"github.com/urutau-io/fleet/internal/lease"
 	"github.com/urutau-io/fleet/internal/membercache"
@@ -37,17 +35,11 @@ import (
 	"github.com/urutau-io/fleet/internal/orphans"
 	"github.com/urutau-io/fleet/internal/ssa"
 	"github.com/urutau-io/fleet/internal/tenancy"
+	"github.com/urutau-io/fleet/internal/tombstones"
 	"github.com/urutau-io/fleet/internal/webhook"
 )
 
 // The hub's RBAC markers are all in rbac.go.
-
-// Hub cache indexes.
-const (
-	// indexPipelineLease indexes CDCPipelines by the name of their ReaderLease, so a lease that
-	// changes finds the pipelines that wait for it.
-	indexPipelineLease = "urutau.io/reader-lease"
-)
 
 func (r *CoordinatorReconciler) setDefaults(mgr mcmanager.Manager) {
 	if r.Manager == nil {
@@ -89,19 +81,41 @@ func (r *CoordinatorReconciler) setDefaults(mgr mcmanager.Manager) {
 	r.applier.Base = r.FieldManager
 	r.shared.Window = memberwork.DefaultSharedReadWindow
 	r.leases = lease.Store{Client: r.Client, Live: r.APIReader, Namespace: r.LeaseNamespace, Owner: r.FieldManager}
-	r.lookup = lookup{hub: r.Client, leaseNamespace: r.LeaseNamespace}
+	r.lookup = hubindex.Lookup{Hub: r.Client, LeaseNamespace: r.LeaseNamespace}
 	r.FenceTTL = orDefault(r.FenceTTL, DefaultFenceTTL)
 	r.FenceGrace = orDefault(r.FenceGrace, DefaultFenceGrace)
 	r.FenceMargin = orDefault(r.FenceMargin, DefaultFenceMargin)
 	r.fanOut = fanOut{members: &r.members, running: &r.running, liveness: r.Liveness, timeout: r.MemberTimeout, wake: r.wake}
 	r.reads = memberReads{members: &r.members, fanOut: &r.fanOut}
-	r.fence = newHubFence(r)
+	r.fence = fencelease.NewHub(fencelease.HubOptions{
+		Config:  fencelease.Config{Image: r.FenceImage, TTL: r.FenceTTL, Grace: r.FenceGrace, Margin: r.FenceMargin},
+		Members: &r.members, Leader: r.Leader, FieldManager: r.FieldManager, MemberTimeout: r.MemberTimeout,
+		Leases: r.APIReader, LeaseNamespace: r.LeaseNamespace,
+	})
 	r.render = renderDefaults{image: r.Image, kedaAddress: r.KEDAPrometheusAddress, kedaThreshold: r.KEDAThreshold,
 		networkPolicy: r.NetworkPolicy, fence: r.fence.Config()}
 	r.looks = lookIntervals{retry: r.RetryInterval, wait: r.WaitInterval, secretRecheck: r.SecretRecheckInterval}
 	r.tenancy = hubTenancy{cache: r.Client, flags: tenancy.Boundary{Reserved: r.ReservedNamespaces, Images: r.Images, AllowWeakPodSecurity: r.AllowWeakPodSecurity}}
+	r.setPhases()
+}
+
+// setPhases wires the hub writes, the member book and the phases that hold their own
+// dependencies; the fields are set one by one, as writes and book hold state of their own.
+func (r *CoordinatorReconciler) setPhases() {
+	hw := &r.writes
+	hw.client, hw.fieldManager, hw.leases, hw.requeue, hw.lookup = r.Client, r.FieldManager, &r.leases, r.requeue, r.lookup
+	b := &r.book
+	b.members, b.inventory, b.applier = &r.members, r.Inventory, &r.applier
+	b.pipelinesOn, b.requeue = r.lookup.On, r.requeue
+	b.memberTimeout, b.healthInterval = r.MemberTimeout, r.HealthInterval
 	holder, _ := os.Hostname()
-	r.records = members.Records{Client: r.Client, Live: r.APIReader, Namespace: r.LeaseNamespace, Holder: holder, Interval: r.HealthInterval}
+	b.records = members.Records{Client: r.Client, Live: r.APIReader, Namespace: r.LeaseNamespace, Holder: holder, Interval: r.HealthInterval}
+	r.deletion = deletion{inventory: r.Inventory, leases: &r.leases, members: &r.members, fanOut: &r.fanOut, fence: r.fence,
+		writes: hw, book: b, emit: r.event, grace: r.TombstoneGrace, patience: r.ControllerPatience, wait: r.WaitInterval, retry: r.RetryInterval}
+	r.placer = placer{reads: &r.reads, fence: r.fence, members: &r.members, fanOut: &r.fanOut, writes: hw, book: b,
+		liveness: r.Liveness, emit: r.event, patience: r.ControllerPatience}
+	r.rollout = rollout{members: &r.members, fanOut: &r.fanOut, book: b, render: &r.render, applier: &r.applier, shared: &r.shared,
+		writes: hw, leases: &r.leases, liveness: r.Liveness, leader: r.Leader, hub: r.APIReader, fieldManager: r.FieldManager}
 }
 
 func orDefault[T comparable](v, d T) T {
@@ -123,25 +137,25 @@ func (r *CoordinatorReconciler) SetupWithManager(mgr mcmanager.Manager) error {
 	if err := indexFields(context.Background(), mgr.GetLocalManager().GetFieldIndexer()); err != nil {
 		return err
 	}
-	lr := r.leaseReconciler()
-	r.wakeLease = lr.requeue
+	lr := r.tombstoneReplay()
+	r.wakeLease = lr.Requeue
 	h := &handlers{lookup: r.lookup, applier: &r.applier,
-		hubEchoes: &r.hubEchoes, leaseEchoes: &r.leaseEchoes, forgetMember: r.forgetMember}
+		hubEchoes: &r.writes.pipelineEchoes, leaseEchoes: &r.writes.leaseEchoes, forgetMember: r.book.forget}
 	monitor := r.healthMonitor(mgr, lr)
-	r.health, h.health = monitor, monitor
+	r.book.health, h.health = monitor, monitor
 	if err := mgr.GetLocalManager().Add(monitor); err != nil {
 		return fmt.Errorf("adding the member health checks: %w", err)
 	}
 	if err := mgr.GetLocalManager().Add(r.fence.Renewer); err != nil {
 		return fmt.Errorf("adding the fence renewals: %w", err)
 	}
-	if err := mgr.GetLocalManager().Add(&fleetGauges{hub: r.Client, leaseNamespace: r.LeaseNamespace}); err != nil {
+	if err := mgr.GetLocalManager().Add(&gauges.Gauges{Hub: r.Client, LeaseNamespace: r.LeaseNamespace}); err != nil {
 		return fmt.Errorf("adding the fleet gauges: %w", err)
 	}
 	if err := r.setupPipelineController(mgr, h); err != nil {
 		return err
 	}
-	return lr.setup(mgr, r)
+	return lr.SetupWithManager(mgr)
 }
 
 // indexFields registers the hub cache indexes.
@@ -149,7 +163,7 @@ func indexFields(ctx context.Context, idx client.FieldIndexer) error {
 	if err := idx.IndexField(ctx, &urutauv1alpha1.ReaderLease{}, lease.IndexPipelines, lease.PipelineUIDs); err != nil {
 		return fmt.Errorf("indexing ReaderLeases: %w", err)
 	}
-	err := idx.IndexField(ctx, &urutauv1alpha1.CDCPipeline{}, indexPipelineLease, func(o client.Object) []string {
+	err := idx.IndexField(ctx, &urutauv1alpha1.CDCPipeline{}, hubindex.PipelineLease, func(o client.Object) []string {
 		p, ok := o.(*urutauv1alpha1.CDCPipeline)
 		if !ok {
 			return nil
@@ -200,22 +214,21 @@ func inNamespace(ns string) predicate.Predicate {
 	return predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetNamespace() == ns })
 }
 
-// leaseReconciler builds the tombstone replay controller, sharing the member state.
-func (r *CoordinatorReconciler) leaseReconciler() *LeaseReconciler {
-	return &LeaseReconciler{
-		client: r.Client, apiReader: r.APIReader, inventory: r.Inventory, members: &r.members, leases: &r.leases,
-		recorder: r.Recorder, options: func(key types.NamespacedName) members.FanOutOptions {
+// tombstoneReplay builds the tombstone replay controller, sharing the member state.
+func (r *CoordinatorReconciler) tombstoneReplay() *tombstones.Reconciler {
+	return &tombstones.Reconciler{
+		Client: r.Client, APIReader: r.APIReader, Inventory: r.Inventory, Members: &r.members, Leases: &r.leases,
+		Recorder: r.Recorder, Options: func(key types.NamespacedName) members.FanOutOptions {
 			return r.fanOut.options(members.WakeKey{NamespacedName: key, Lease: true}, "replay")
 		},
-		timedOut:     r.markTimedOut,
-		pipelineBusy: r.running.Busy,
-		patience:     r.ControllerPatience,
+		TimedOut: r.book.timedOut, PipelineBusy: r.running.Busy, Patience: r.ControllerPatience,
+		Name: ControllerName + "-lease", WaitInterval: DefaultWaitInterval,
 	}
 }
 
 // healthMonitor builds the member health checks: a change brings back the pipelines placed on
 // the member and the leases that name it; a member that answers is scanned for orphans.
-func (r *CoordinatorReconciler) healthMonitor(mgr mcmanager.Manager, lr *LeaseReconciler) *members.Monitor {
+func (r *CoordinatorReconciler) healthMonitor(mgr mcmanager.Manager, lr *tombstones.Reconciler) *members.Monitor {
 	kind, err := apiutil.GVKForObject(r.Inventory.EntryType(), mgr.GetLocalManager().GetScheme())
 	if err != nil {
 		kind.Kind = "Secret"
@@ -224,67 +237,28 @@ func (r *CoordinatorReconciler) healthMonitor(mgr mcmanager.Manager, lr *LeaseRe
 	scanner := &orphans.Scanner{Hub: r.Client, LeaseNamespace: r.LeaseNamespace, Recorder: r.Recorder, EntryKind: kind,
 		Patience: r.ControllerPatience, Interval: r.OrphanScanInterval, Timeout: orphans.ScanTimeout(r.MemberTimeout),
 		DeleteAll: r.DeleteOrphans, Identity: r.members.KnownIdentity, Stray: r.recordStray,
-		Present: func(ctx context.Context, m string) bool { _, ok := r.inventoryMember(ctx, m); return ok },
+		Present: func(ctx context.Context, m string) bool { _, ok := r.book.entry(ctx, m); return ok },
 		MayLag:  func(host string) bool { return r.Liveness.CacheMayLag(host, time.Now()) }}
 	return &members.Monitor{
 		Members: &r.members, Inventory: r.Inventory, Interval: r.HealthInterval, Timeout: r.MemberTimeout,
 		Changed: func(member string) {
 			ctx := context.Background()
-			r.requeue(r.lookup.pipelinesOn(ctx, member)...)
-			lr.requeue(lr.leasesFor(ctx, member, r.members.KnownIdentity(member))...)
-			r.publishHealth(ctx, member)
+			r.requeue(r.lookup.On(ctx, member)...)
+			lr.Requeue(lr.LeasesFor(ctx, member, r.members.KnownIdentity(member))...)
+			r.book.publish(ctx, member)
 		},
-		Left: r.forgetMember,
+		Left: r.book.forget,
 		Listed: func(ctx context.Context, members []inventory.Member) {
-			if err := r.records.Prune(ctx, members); err != nil {
+			if err := r.book.records.Prune(ctx, members); err != nil {
 				ctrl.LoggerFrom(ctx).Error(err, "Removing the health records of members that left")
 			}
 		},
 		Checked: func(ctx context.Context, member string, c *members.Conn) {
-			if m, ok := r.inventoryMember(ctx, member); ok {
+			if m, ok := r.book.entry(ctx, member); ok {
 				scanner.Start(ctx, m, c)
 			}
 		},
 	}
-}
-
-// setup registers the LeaseReconciler: ReaderLeases in the hub's namespace; the inventory
-// entries, which bring back the leases that name a member that (re)joins; and the CDCPipelines,
-// whose removal from the hub turns their entries into tombstones. The last write a deletion makes
-// to a lease precedes the CR's removal, so the lease's own event would find the pipeline still
-// there and leave its tombstones waiting for an unrelated event.
-func (lr *LeaseReconciler) setup(mgr mcmanager.Manager, r *CoordinatorReconciler) error {
-	local, members := mcbuilder.WithEngageWithLocalCluster(true), mcbuilder.WithEngageWithProviderClusters(false)
-	entries := func(multicluster.ClusterName, cluster.Cluster) handler.TypedEventHandler[client.Object, mcreconcile.Request] {
-		return handler.TypedFuncs[client.Object, mcreconcile.Request]{
-			CreateFunc: func(ctx context.Context, e event.TypedCreateEvent[client.Object], q queue) {
-				for _, k := range lr.leasesFor(ctx, e.Object.GetName(), "") {
-					q.Add(localRequest(k))
-				}
-			},
-		}
-	}
-	pipelines := func(multicluster.ClusterName, cluster.Cluster) handler.TypedEventHandler[client.Object, mcreconcile.Request] {
-		return handler.TypedFuncs[client.Object, mcreconcile.Request]{
-			DeleteFunc: func(ctx context.Context, e event.TypedDeleteEvent[client.Object], q queue) {
-				for _, k := range lr.leasesOf(ctx, e.Object.GetUID()) {
-					q.Add(localRequest(k))
-				}
-			},
-		}
-	}
-	return mcbuilder.ControllerManagedBy(mgr).
-		Named(ControllerName+"-lease").
-		For(&urutauv1alpha1.ReaderLease{}, local, members, mcbuilder.WithPredicates(inNamespace(r.LeaseNamespace))).
-		Watches(r.Inventory.EntryType(), entries, local, members, mcbuilder.WithPredicates(predicate.NewPredicateFuncs(r.Inventory.IsEntry))).
-		Watches(&urutauv1alpha1.CDCPipeline{}, pipelines, local, members).
-		WatchesRawSource(source.TypedFunc[mcreconcile.Request](func(_ context.Context, q workqueue.TypedRateLimitingInterface[mcreconcile.Request]) error {
-			lr.queue.Store(&q)
-			return nil
-		})).
-		WithClusterNotFoundWrapper(false).
-		WithOptions(mccontroller.Options{MaxConcurrentReconciles: 2}).
-		Complete(lr)
 }
 
 // SetupWebhookWithManager registers the CDCPipeline validating webhook on the hub.
@@ -300,72 +274,3 @@ func HubCacheByObject(namespace string) map[client.Object]cache.ByObject {
 		&urutauv1alpha1.ReaderLease{}: {Namespaces: map[string]cache.Config{namespace: {}}},
 	}
 }
-
-// inventoryMember is the inventory entry of member, if it has one.
-func (r *CoordinatorReconciler) inventoryMember(ctx context.Context, member string) (m inventory.Member, ok bool) {
-	members, err := r.Inventory.Members(ctx)
-	if err != nil {
-		return m, false
-	}
-	for _, x := range members {
-		if x.Name == member {
-			return x, true
-		}
-	}
-	return m, false
-}
-
-// requeue has leases reconciled again.
-func (lr *LeaseReconciler) requeue(keys ...types.NamespacedName) {
-	q := lr.queue.Load()
-	if q == nil {
-		return
-	}
-	for _, k := range keys {
-		(*q).Add(localRequest(k))
-	}
-}
-
-// forgetMember drops every piece of state kept about member, which left the inventory.
-// The record goes first: should a check publish it again in between (the member is back
-// already), the health forgotten after makes the member's next check publish it once more.
-func (r *CoordinatorReconciler) forgetMember(member string) {
-	ctx, cancel := context.WithTimeout(context.Background(), hubWriteTimeout)
-	defer cancel()
-	if err := r.records.Remove(ctx, member); err != nil {
-		ctrl.Log.WithName("health").Error(err, "Removing the health record of a member that left", "cluster", member)
-	}
-	r.members.Forget(member)
-	r.backoff.ForgetMember(member)
-	r.applier.ForgetMember(member)
-	forgetMemberSeries(member)
-	ssa.ForgetMemberSeries(member)
-	r.health.Forget(member)
-}
-
-// publishHealth records what the last check of member found (members.Records). A check that
-// ended after member left the inventory is dropped with everything else kept about it:
-// forgetMember ran when it left, and this check must not bring its record back.
-func (r *CoordinatorReconciler) publishHealth(ctx context.Context, member string) {
-	if r.records.Client == nil {
-		return // a reconciler built without SetupWithManager (unit tests) publishes nothing
-	}
-	ctx, cancel := context.WithTimeout(ctx, hubWriteTimeout)
-	defer cancel()
-	present := func(ctx context.Context) bool {
-		listed, err := r.Inventory.Members(ctx)
-		// An inventory that cannot be read says nothing of member: only a listing without it
-		// drops what the hub keeps.
-		return err != nil || slices.ContainsFunc(listed, func(m inventory.Member) bool { return m.Name == member })
-	}
-	stays, err := r.records.PublishWhile(ctx, member, r.members.Health(member), r.members.KnownIdentity(member), present)
-	if err != nil {
-		ctrl.Log.WithName("health").Error(err, "Publishing a member's health record", "cluster", member)
-	}
-	if !stays {
-		r.forgetMember(member)
-	}
-}
-
-// hubWriteTimeout bounds one write of a health record to the hub.
-const hubWriteTimeout = 10 * time.Second

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
+	"github.com/urutau-io/fleet/internal/lease"
 	"github.com/urutau-io/fleet/internal/members"
 	"github.com/urutau-io/fleet/internal/memberwork"
 	"github.com/urutau-io/fleet/internal/sourcedb"
@@ -106,7 +107,7 @@ func (rd memberReads) holdSharedReaders(ctx context.Context, p *urutauv1alpha1.C
 // oldest first, then the others by name.
 func splitRunning(current *urutauv1alpha1.ReaderLease, self types.UID, targets map[string]string) (running, waiting []string) {
 	since := map[string]int64{}
-	for _, e := range ownEntries(current, self) {
+	for _, e := range lease.OwnEntries(current, self) {
 		if e.State == urutauv1alpha1.LeaseMemberActive && targets[e.Cluster] == e.ClusterID {
 			since[e.Cluster] = e.Since.Unix()
 		}

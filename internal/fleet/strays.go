@@ -48,7 +48,7 @@ func (r *CoordinatorReconciler) recordStray(ctx context.Context, m inventory.Mem
 		log.Info("recording stray objects failed", "error", err.Error())
 		return true
 	}
-	next := strayLease(current, name, sourceIdentity(parseInline(p)), p, urutauv1alpha1.LeaseMember{
+	next := lease.WithEntry(current, name, sourceIdentity(parseInline(p)), urutauv1alpha1.PipelineRef{Namespace: p.Namespace, Name: p.Name, UID: p.UID}, urutauv1alpha1.LeaseMember{
 		Cluster: m.Name, ClusterID: id, PipelineUID: p.UID, PipelineNamespace: p.Namespace, PipelineName: p.Name,
 		Namespace: g.Namespace, State: urutauv1alpha1.LeaseMemberActive, Since: metav1.Now().Rfc3339Copy(),
 		Reason: "found by the orphan scan where the pipeline was not placed (restored objects?)",
@@ -92,26 +92,6 @@ func (t hubTenancy) placeable(ctx context.Context, m inventory.Member, c *member
 func isDenial(err error) bool {
 	var d *tenancy.Denial
 	return errors.As(err, &d)
-}
-
-// strayLease is current with entry added, or a new lease held by p with it; nil when an entry
-// with entry's key is there already.
-func strayLease(current *urutauv1alpha1.ReaderLease, name string, source *urutauv1alpha1.SourceIdentity, p *urutauv1alpha1.CDCPipeline, entry urutauv1alpha1.LeaseMember) *urutauv1alpha1.ReaderLease {
-	next := current.DeepCopy()
-	if next == nil {
-		next = &urutauv1alpha1.ReaderLease{
-			ObjectMeta: metav1.ObjectMeta{Name: name},
-			Spec:       urutauv1alpha1.ReaderLeaseSpec{Source: source.DeepCopy(), Holder: urutauv1alpha1.PipelineRef{Namespace: p.Namespace, Name: p.Name, UID: p.UID}},
-		}
-	}
-	for _, e := range next.Spec.Members {
-		if lease.KeyOf(e) == lease.KeyOf(entry) {
-			return nil
-		}
-	}
-	next.Spec.Members = append(next.Spec.Members, entry)
-	lease.SortEntries(next.Spec.Members)
-	return next
 }
 
 // klogRef names p in logs.

@@ -10,9 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
-	"github.com/urutau-io/fleet/internal/coordinator"
 	"github.com/urutau-io/fleet/internal/memberwork"
-	"github.com/urutau-io/fleet/internal/spec"
 	"github.com/urutau-io/fleet/internal/tenancy"
 )
 
@@ -68,7 +66,7 @@ func (t hubTenancy) observe(ctx context.Context, p *urutauv1alpha1.CDCPipeline, 
 		return err
 	}
 	// Worker names do not depend on the member: checked once, refused everywhere.
-	names := workerNamesDenial(p, w.inline)
+	names := tenancy.CheckParsedWorkerNames(p, w.inline)
 	for _, m := range w.selected {
 		err := names
 		if err == nil {
@@ -85,30 +83,5 @@ func (t hubTenancy) observe(ctx context.Context, p *urutauv1alpha1.CDCPipeline, 
 		}
 	}
 	w.boundary, w.hubNS = b, hubNS
-	return nil
-}
-
-// workerNamesDenial checks the names the pipeline's workers and maintenance pods take in every
-// member (tenancy.CheckPipelineName, CheckWorkerGroupName, CheckMaintenanceName): nil, or the
-// first refusal. Without a parsed inline definition, the raw one is checked.
-func workerNamesDenial(p *urutauv1alpha1.CDCPipeline, in *spec.Inline) error {
-	if in == nil {
-		return tenancy.CheckWorkerNames(p)
-	}
-	if err := tenancy.CheckPipelineName(p.Name, in.Pipeline); err != nil {
-		return err
-	}
-	for i, t := range in.Tables {
-		target := fmt.Sprintf("spec.definition.inline.tables[%d].target", i)
-		if err := tenancy.CheckWorkerGroupName(target, coordinator.WorkerGroupPrefix(in.Pipeline, t.Target)); err != nil {
-			return err
-		}
-		if !in.Sink.MaintenanceEnabled() {
-			continue
-		}
-		if err := tenancy.CheckMaintenanceName(target, coordinator.MaintenanceWorkerName(in.Pipeline, t.Target)); err != nil {
-			return err
-		}
-	}
 	return nil
 }

@@ -4,6 +4,9 @@
 //
 //	plan.go   Name, Key, State; Plan (a live pipeline: where it runs, where it waits) and
 //	          PlanRelease (a deleted or gone pipeline): pure, no client
+//	entries.go  the entries of one pipeline (OwnEntries, DepartedEntries, Records), renames
+//	          (FollowRenames: an entry follows its cluster to the name it answers under now),
+//	          accepted identities (AcceptedGone, IdentityMoved), strays (WithEntry): pure
 //	store.go  Store: cached and quorum reads, writes with optimistic concurrency (ErrChanged),
 //	          MayCreateCoordinator, and the index of leases by pipeline UID
 //

@@ -304,7 +304,7 @@ type ReleaseDecision struct {
 	Left []urutauv1alpha1.LeaseMember
 }
 
-// PlanRelease settles a deleted pipeline's entries (or a gone one's, for the LeaseReconciler):
+// PlanRelease settles a deleted pipeline's entries (or a gone one's, for the tombstone replay, internal/tombstones):
 // emptied members leave the lease, drained ones stop counting as readers, and once the deletion
 // has waited long enough the rest stay as tombstones. A lease with no entry left whose holder is
 // this pipeline is deleted.

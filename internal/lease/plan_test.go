@@ -395,7 +395,7 @@ func TestPlanLeaseFence(t *testing.T) {
 	})
 	t.Run("an unverified fence does not complete a move by itself", func(t *testing.T) {
 		cur := lease(selfP, fenced(entry(selfP, "a", active), false, true))
-		// hubFence.prepare gives no FenceDrained for an unverified entry; Plan keeps waiting.
+		// fencelease.Hub.Prepare gives no FenceDrained for an unverified entry; Plan keeps waiting.
 		d := Plan(Input{Self: selfP, Namespace: "shop", Source: src, Current: cur, Targets: targets("b"), Fence: fence,
 			Observed: observed("a", Unreachable), Now: t0})
 		if d.Run != nil || states(d.Lease) != "p@a=Active" {

@@ -3,9 +3,12 @@ package tenancy
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"strings"
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
+	"github.com/urutau-io/fleet/internal/coordinator"
+	"github.com/urutau-io/fleet/internal/spec"
 )
 
 // ReasonWorkerNamesNotBound is the Denial reason of an inline definition whose pipeline is not
@@ -96,4 +99,29 @@ func CheckMaintenanceName(field, name string) error {
 	return deny(ReasonMaintenanceNameTruncated,
 		"%s: its maintenance pod would be named %q, cut to 63 characters without its %q suffix: the coordinator's Role may delete pods of that name, which could be another workload's; shorten the target or the pipeline name",
 		field, name, maintenanceSuffix)
+}
+
+// CheckParsedWorkerNames checks the names the pipeline's workers and maintenance pods take in every
+// member (CheckPipelineName, CheckWorkerGroupName, CheckMaintenanceName): nil, or the
+// first refusal. Without a parsed inline definition, the raw one is checked.
+func CheckParsedWorkerNames(p *urutauv1alpha1.CDCPipeline, in *spec.Inline) error {
+	if in == nil {
+		return CheckWorkerNames(p)
+	}
+	if err := CheckPipelineName(p.Name, in.Pipeline); err != nil {
+		return err
+	}
+	for i, t := range in.Tables {
+		target := fmt.Sprintf("spec.definition.inline.tables[%d].target", i)
+		if err := CheckWorkerGroupName(target, coordinator.WorkerGroupPrefix(in.Pipeline, t.Target)); err != nil {
+			return err
+		}
+		if !in.Sink.MaintenanceEnabled() {
+			continue
+		}
+		if err := CheckMaintenanceName(target, coordinator.MaintenanceWorkerName(in.Pipeline, t.Target)); err != nil {
+			return err
+		}
+	}
+	return nil
 }

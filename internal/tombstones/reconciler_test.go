@@ -1,8 +1,9 @@
-package fleet
+package tombstones
 
 import (
 	"context"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -42,9 +43,9 @@ func TestLeaseReplayWaitsForThePipelinesRunningWork(t *testing.T) {
 			PipelineUID: p1.UID, PipelineNamespace: p1.Namespace, PipelineName: p1.Name, State: urutauv1alpha1.LeaseMemberActive}}}}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(rl).Build() // p1 itself is gone
 	var asked []types.NamespacedName
-	r := &LeaseReconciler{client: c, apiReader: c, inventory: oneMember{}, members: &members.Set{},
-		leases:       &lease.Store{Client: c, Live: c, Namespace: "urutau-system"},
-		pipelineBusy: func(k types.NamespacedName) bool { asked = append(asked, k); return true },
+	r := &Reconciler{Client: c, APIReader: c, Inventory: oneMember{}, Members: &members.Set{}, WaitInterval: time.Second,
+		Leases:       &lease.Store{Client: c, Live: c, Namespace: "urutau-system"},
+		PipelineBusy: func(k types.NamespacedName) bool { asked = append(asked, k); return true },
 	}
 	res, err := r.Reconcile(t.Context(), mcreconcile.Request{Request: reconcile.Request{NamespacedName: client.ObjectKeyFromObject(rl)}})
 	if err != nil {

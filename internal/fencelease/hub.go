@@ -1,4 +1,4 @@
-package fleet
+package fencelease
 
 import (
 	"context"
@@ -14,18 +14,17 @@ import (
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
 	"github.com/urutau-io/fleet/internal/coordinator"
-	"github.com/urutau-io/fleet/internal/fencelease"
 	"github.com/urutau-io/fleet/internal/lease"
 	"github.com/urutau-io/fleet/internal/members"
 	"github.com/urutau-io/fleet/internal/memberwork"
 	"github.com/urutau-io/fleet/internal/ssa"
 )
 
-// hubFence is the hub's side of the fence: its Renewer (internal/fencelease) renews the fence
-// Leases; hubFence says what it renews and how, which placements a move may complete, and
+// Hub is the hub's side of the fence for the pipeline controller: its Renewer renews the fence
+// Leases; Hub says what it renews and how, which placements a move may complete (Prepare), and
 // whether the pods of a placement run under the fence.
-type hubFence struct {
-	*fencelease.Renewer
+type Hub struct {
+	*Renewer
 	members *members.Set
 	// leader, fieldManager: a renewal is written as the hub writes anything to a member.
 	leader       *memberwork.LeaderFence
@@ -37,40 +36,43 @@ type hubFence struct {
 	leaseNamespace string
 }
 
-func newHubFence(r *CoordinatorReconciler) *hubFence {
-	f := &hubFence{
-		Renewer: fencelease.NewRenewer(fencelease.Config{Image: r.FenceImage, TTL: r.FenceTTL, Grace: r.FenceGrace, Margin: r.FenceMargin}),
-		members: &r.members, leader: r.Leader, fieldManager: r.FieldManager, memberTimeout: r.MemberTimeout,
-		leases: r.APIReader, leaseNamespace: r.LeaseNamespace,
+// HubOptions are what a Hub needs: the fence's Config, the member connections, the leader
+// election lock and the base field manager (a renewal is written as the hub writes anything to a
+// member), the member timeout, and a live reader of the ReaderLeases in LeaseNamespace.
+type HubOptions struct {
+	Config         Config
+	Members        *members.Set
+	Leader         *memberwork.LeaderFence
+	FieldManager   string
+	MemberTimeout  time.Duration
+	Leases         client.Reader
+	LeaseNamespace string
+}
+
+// NewHub builds a Hub, its Renewer included.
+func NewHub(o HubOptions) *Hub {
+	f := &Hub{
+		Renewer: NewRenewer(o.Config),
+		members: o.Members, leader: o.Leader, fieldManager: o.FieldManager, memberTimeout: o.MemberTimeout,
+		leases: o.Leases, leaseNamespace: o.LeaseNamespace,
 	}
-	f.Renew, f.Bootstrap, f.Timeout = f.renew, f.fencedEntries, r.MemberTimeout
+	f.Renew, f.Bootstrap, f.Timeout = f.renew, f.fencedEntries, o.MemberTimeout
 	f.Down = func(m string) bool { down, _ := f.members.Down(m); return down }
 	return f
 }
 
-// Defaults of the fence.
-const (
-	// DefaultFenceTTL is how long a fenced coordinator runs after the last renewal it saw.
-	DefaultFenceTTL = 30 * time.Second
-	// DefaultFenceGrace is how long it has between SIGTERM and SIGKILL.
-	DefaultFenceGrace = 15 * time.Second
-	// DefaultFenceMargin is what the hub waits beyond the fence's bound: the drift between the
-	// hub's and the pod's clock rates over the bound, the fence's loop, and a process's death.
-	DefaultFenceMargin = 10 * time.Second
-)
-
 // renew writes one renewal of t's fence Lease, as the hub writes anything to a member: as
 // the leader, to the cluster the entry names, with the member's field manager.
-func (f *hubFence) renew(ctx context.Context, t fencelease.Target) error {
+func (f *Hub) renew(ctx context.Context, t Target) error {
 	if err := f.leader.Fresh(time.Now()); err != nil {
-		return fmt.Errorf("%w: %w", fencelease.ErrNotSent, err)
+		return fmt.Errorf("%w: %w", ErrNotSent, err)
 	}
 	c, err := f.members.Conn(ctx, t.Member)
 	if err != nil {
-		return fmt.Errorf("%w: %w", fencelease.ErrNotSent, err)
+		return fmt.Errorf("%w: %w", ErrNotSent, err)
 	}
 	if err := f.members.SameCluster(ctx, c, t.ClusterID); err != nil {
-		return fmt.Errorf("%w: %w", fencelease.ErrNotSent, err)
+		return fmt.Errorf("%w: %w", ErrNotSent, err)
 	}
 	p := &urutauv1alpha1.CDCPipeline{ObjectMeta: metav1.ObjectMeta{Namespace: t.Pipeline.Namespace, Name: t.Pipeline.Name, UID: t.Pipeline.UID}}
 	fl := coordinator.FenceLease(p, f.Config().TTL, metav1.NowMicro())
@@ -79,7 +81,7 @@ func (f *hubFence) renew(ctx context.Context, t fencelease.Target) error {
 
 // fencedEntries are the entries with a fence when the hub starts leading, read live (the cache
 // may not be synced yet).
-func (f *hubFence) fencedEntries(ctx context.Context) ([]urutauv1alpha1.LeaseMember, error) {
+func (f *Hub) fencedEntries(ctx context.Context) ([]urutauv1alpha1.LeaseMember, error) {
 	var list urutauv1alpha1.ReaderLeaseList
 	if err := f.leases.List(ctx, &list, client.InNamespace(f.leaseNamespace)); err != nil {
 		return nil, fmt.Errorf("listing ReaderLeases: %w", err)
@@ -95,26 +97,27 @@ func (f *hubFence) fencedEntries(ctx context.Context) ([]urutauv1alpha1.LeaseMem
 	return out, nil
 }
 
-// fenceInputs is what place needs of the fence before lease.Plan decides.
-type fenceInputs struct {
-	fence    *urutauv1alpha1.LeaseMemberFence
-	verified sets.Set[string]
-	drained  map[lease.Key]string
+// Inputs is what a placement needs of the fence before lease.Plan decides: the fence of a fenced
+// placement, the targets whose pods run under it, and the departed entries it drained.
+type Inputs struct {
+	Fence    *urutauv1alpha1.LeaseMemberFence
+	Verified sets.Set[string]
+	Drained  map[lease.Key]string
 }
 
-// prepare stops the renewals of every member the pipeline left (before anything is decided
+// Prepare stops the renewals of every member the pipeline left (before anything is decided
 // from them), tells which departed members the fence has drained (their bound passed) and until
 // when the others wait (in departed), and checks the pods of targets whose fence is not verified.
-func (f *hubFence) prepare(ctx context.Context, p *urutauv1alpha1.CDCPipeline, current *urutauv1alpha1.ReaderLease, targets map[string]string, departed map[lease.Key]memberwork.Departed) fenceInputs {
-	in := fenceInputs{verified: sets.New[string](), drained: map[lease.Key]string{}}
+func (f *Hub) Prepare(ctx context.Context, p *urutauv1alpha1.CDCPipeline, current *urutauv1alpha1.ReaderLease, targets map[string]string, departed map[lease.Key]memberwork.Departed) Inputs {
+	in := Inputs{Verified: sets.New[string](), Drained: map[lease.Key]string{}}
 	if p.Spec.Placement.Fenced {
-		in.fence = &urutauv1alpha1.LeaseMemberFence{BoundSeconds: int32(f.Config().Bound() / time.Second)}
+		in.Fence = &urutauv1alpha1.LeaseMemberFence{BoundSeconds: int32(f.Config().Bound() / time.Second)}
 	}
 	now := time.Now()
-	for _, e := range ownEntries(current, p.UID) {
+	for _, e := range lease.OwnEntries(current, p.UID) {
 		if targets[e.Cluster] == e.ClusterID {
-			if in.fence != nil && e.State == urutauv1alpha1.LeaseMemberActive && (e.Fence == nil || !e.Fence.Verified) && f.podsFenced(ctx, p, e.Cluster) {
-				in.verified.Insert(e.Cluster)
+			if in.Fence != nil && e.State == urutauv1alpha1.LeaseMemberActive && (e.Fence == nil || !e.Fence.Verified) && f.podsFenced(ctx, p, e.Cluster) {
+				in.Verified.Insert(e.Cluster)
 			}
 			continue
 		}
@@ -127,7 +130,7 @@ func (f *hubFence) prepare(ctx context.Context, p *urutauv1alpha1.CDCPipeline, c
 		switch {
 		case !ok:
 		case !now.Before(at):
-			in.drained[lease.KeyOf(e)] = fmt.Sprintf("fenced: the hub stopped renewing its fence Lease, and the fence's bound (%ds) plus %s has passed since the last renewal that may have been written: no coordinator of the pipeline runs there", e.Fence.BoundSeconds, f.Config().Margin)
+			in.Drained[lease.KeyOf(e)] = fmt.Sprintf("fenced: the hub stopped renewing its fence Lease, and the fence's bound (%ds) plus %s has passed since the last renewal that may have been written: no coordinator of the pipeline runs there", e.Fence.BoundSeconds, f.Config().Margin)
 		default:
 			d.FencedUntil = at
 			departed[lease.KeyOf(e)] = d
@@ -136,11 +139,11 @@ func (f *hubFence) prepare(ctx context.Context, p *urutauv1alpha1.CDCPipeline, c
 	return in
 }
 
-// afterLeaseWritten has the renewer renew the fence Leases of the members the pipeline runs on
+// AfterLeaseWritten has the renewer renew the fence Leases of the members the pipeline runs on
 // under a fenced placement, as the lease now records, and forget those of entries that are gone.
-func (f *hubFence) afterLeaseWritten(p *urutauv1alpha1.CDCPipeline, l *urutauv1alpha1.ReaderLease, d lease.Decision) {
+func (f *Hub) AfterLeaseWritten(p *urutauv1alpha1.CDCPipeline, l *urutauv1alpha1.ReaderLease, d lease.Decision) {
 	run := sets.New(d.Run...)
-	for _, e := range ownEntries(l, p.UID) {
+	for _, e := range lease.OwnEntries(l, p.UID) {
 		switch {
 		case e.State == urutauv1alpha1.LeaseMemberActive && run.Has(e.Cluster) && e.Fence != nil && e.Fence.Renewing:
 			f.Hold(e)
@@ -153,7 +156,7 @@ func (f *hubFence) afterLeaseWritten(p *urutauv1alpha1.CDCPipeline, l *urutauv1a
 // podsFenced tells whether every coordinator pod of p on member runs under the fence, and the
 // StatefulSet can create no other: its template is fenced and its controller has rolled it out.
 // A member that does not answer in time is not (yet) known fenced.
-func (f *hubFence) podsFenced(ctx context.Context, p *urutauv1alpha1.CDCPipeline, member string) bool {
+func (f *Hub) podsFenced(ctx context.Context, p *urutauv1alpha1.CDCPipeline, member string) bool {
 	if down, _ := f.members.Down(member); down {
 		return false
 	}

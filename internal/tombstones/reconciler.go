@@ -1,4 +1,4 @@
-package fleet
+package tombstones
 
 import (
 	"context"
@@ -25,74 +25,80 @@ import (
 	"github.com/urutau-io/fleet/internal/memberwork"
 )
 
-// LeaseReconciler replays tombstones: the entries a ReaderLease keeps for pipelines that are gone
+// Reconciler replays tombstones: the entries a ReaderLease keeps for pipelines that are gone
 // (deleted while a member could not be emptied, or re-created under a new UID). When such a
 // member answers, as the cluster the entry names, it is emptied of everything carrying the gone
 // pipeline's UID, and the entry goes; a lease with nothing left whose holder is gone goes too.
 // Entries of live pipelines are theirs alone: a terminated pipeline's included. A member that does
 // not answer is not polled: its return (members.Monitor) or its registration brings the lease back.
-type LeaseReconciler struct {
-	client    client.Client
-	apiReader client.Reader
-	inventory inventory.Inventory
-	members   *members.Set
-	leases    *lease.Store
-	recorder  events.EventRecorder
-	// options are the fan-out options of the work on one lease's members.
-	options func(key types.NamespacedName) members.FanOutOptions
-	// timedOut marks a member whose requests timed out.
-	timedOut func(member string) string
-	// pipelineBusy tells whether a pipeline's own reconciles still have work running on a member.
-	pipelineBusy func(key types.NamespacedName) bool
-	// patience is CoordinatorReconciler.ControllerPatience.
-	patience time.Duration
-	// queue is the controller's queue, for requeue.
+type Reconciler struct {
+	// Client reads the hub through its cache; APIReader confirms there what the cache says is gone.
+	Client    client.Client
+	APIReader client.Reader
+	Inventory inventory.Inventory
+	// Members are the member connections, shared with the pipeline controller.
+	Members *members.Set
+	Leases  *lease.Store
+	// Recorder emits events on the leases; nil emits none.
+	Recorder events.EventRecorder
+	// Options are the fan-out options of the work on one lease's members.
+	Options func(key types.NamespacedName) members.FanOutOptions
+	// TimedOut marks a member whose requests timed out, and says so.
+	TimedOut func(member string) string
+	// PipelineBusy tells whether a pipeline's own reconciles still have work running on a member.
+	PipelineBusy func(key types.NamespacedName) bool
+	// Patience bounds the wait for a member's StatefulSet controller (memberwork.CleanupMember).
+	Patience time.Duration
+	// Name names the controller; WaitInterval polls a member while its reader pods go away.
+	Name         string
+	WaitInterval time.Duration
+	// queue is the controller's queue, for Requeue.
 	queue atomic.Pointer[workqueue.TypedRateLimitingInterface[mcreconcile.Request]]
 }
 
 // Reconcile settles one lease.
-func (r *LeaseReconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (reconcile.Result, error) {
-	l, err := r.leases.Get(ctx, req.Name)
-	if l == nil || err != nil || req.Namespace != r.leases.Namespace {
+func (r *Reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (reconcile.Result, error) {
+	l, err := r.Leases.Get(ctx, req.Name)
+	if l == nil || err != nil || req.Namespace != r.Leases.Namespace {
 		return reconcile.Result{}, err
 	}
 	gone, err := r.gonePipelines(ctx, l)
 	if err != nil || gone.Len() == 0 {
 		return reconcile.Result{}, err
 	}
-	registered, err := r.inventory.Members(ctx)
+	registered, err := r.Inventory.Members(ctx)
 	if err != nil {
 		return reconcile.Result{}, fmt.Errorf("listing the cluster inventory: %w", err)
 	}
 	ids := r.knownIdentities(registered)
-	next, draining, busy := followRenames(l, nil, ids, unidentified(registered, ids), nil), false, false
+	next, draining, busy := lease.FollowRenames(l, nil, ids, unidentified(registered, ids), nil), false, false
 	for _, uid := range sets.List(gone) {
-		if key, ok := pipelineKey(next, uid); ok && r.pipelineBusy != nil && r.pipelineBusy(key) {
+		if key, ok := pipelineKey(next, uid); ok && r.PipelineBusy != nil && r.PipelineBusy(key) {
 			// The pipeline's last reconcile still applies on a member (work it stopped waiting
 			// for): emptying the member now would race that work and miss what it writes after.
 			busy = true
 			continue
 		}
-		states := memberwork.CleanEntries(ctx, r.members, r.options(types.NamespacedName{Namespace: req.Namespace, Name: req.Name}), ownEntries(next, uid), registered, r.timedOut, r.patience)
+		states := memberwork.CleanEntries(ctx, r.Members, r.Options(types.NamespacedName{Namespace: req.Namespace, Name: req.Name}), lease.OwnEntries(next, uid), registered, r.TimedOut, r.Patience)
 		r.reportReplayed(next, uid, states)
 		d := lease.PlanRelease(lease.ReleaseInput{Self: uid, Current: next, Observed: states, Now: metav1.Now().Rfc3339Copy()})
 		if d.Delete {
-			return reconcile.Result{}, r.leases.Remove(ctx, l)
+			return reconcile.Result{}, r.Leases.Remove(ctx, l)
 		}
 		next = d.Lease
 		draining = draining || anyDraining(states)
 	}
 	if holderGone(next, gone) && len(next.Spec.Members) == 0 {
-		return reconcile.Result{}, r.leases.Remove(ctx, l)
+		return reconcile.Result{}, r.Leases.Remove(ctx, l)
 	}
 	if !lease.SpecEqual(l.Spec, next.Spec) {
-		if _, err := r.leases.Write(ctx, l, next); err != nil {
+		if _, err := r.Leases.Write(ctx, l, next); err != nil {
 			return reconcile.Result{}, err
 		}
 	}
 	if draining || busy {
 		// Pods going away, and work ending in another controller, make no event the hub watches.
-		return reconcile.Result{RequeueAfter: DefaultWaitInterval}, nil
+		return reconcile.Result{RequeueAfter: r.WaitInterval}, nil
 	}
 	return reconcile.Result{}, nil
 }
@@ -114,16 +120,16 @@ func pipelineKey(l *urutauv1alpha1.ReaderLease, uid types.UID) (types.Namespaced
 // another UID. A cache that says "gone" is confirmed by the API server, since replaying a live
 // pipeline's entry would delete what it runs. A pipeline being deleted is not gone: its own
 // reconcile empties its members.
-func (r *LeaseReconciler) gonePipelines(ctx context.Context, l *urutauv1alpha1.ReaderLease) (sets.Set[types.UID], error) {
+func (r *Reconciler) gonePipelines(ctx context.Context, l *urutauv1alpha1.ReaderLease) (sets.Set[types.UID], error) {
 	refs := map[types.UID]urutauv1alpha1.PipelineRef{l.Spec.Holder.UID: l.Spec.Holder}
 	for _, e := range l.Spec.Members {
 		refs[e.PipelineUID] = urutauv1alpha1.PipelineRef{Namespace: e.PipelineNamespace, Name: e.PipelineName, UID: e.PipelineUID}
 	}
 	gone := sets.New[types.UID]()
 	for uid, ref := range refs {
-		g, err := r.isGone(ctx, r.client, ref)
+		g, err := r.isGone(ctx, r.Client, ref)
 		if err == nil && g {
-			g, err = r.isGone(ctx, r.apiReader, ref)
+			g, err = r.isGone(ctx, r.APIReader, ref)
 		}
 		if err != nil {
 			return nil, err
@@ -135,7 +141,7 @@ func (r *LeaseReconciler) gonePipelines(ctx context.Context, l *urutauv1alpha1.R
 	return gone, nil
 }
 
-func (r *LeaseReconciler) isGone(ctx context.Context, reader client.Reader, ref urutauv1alpha1.PipelineRef) (bool, error) {
+func (r *Reconciler) isGone(ctx context.Context, reader client.Reader, ref urutauv1alpha1.PipelineRef) (bool, error) {
 	p := &urutauv1alpha1.CDCPipeline{}
 	err := reader.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, p)
 	switch {
@@ -148,12 +154,12 @@ func (r *LeaseReconciler) isGone(ctx context.Context, reader client.Reader, ref 
 }
 
 // reportReplayed emits an event on the lease for each member emptied of a gone pipeline.
-func (r *LeaseReconciler) reportReplayed(l *urutauv1alpha1.ReaderLease, uid types.UID, states map[lease.Key]lease.State) {
-	for _, e := range ownEntries(l, uid) {
-		if states[lease.KeyOf(e)] != lease.Empty || r.recorder == nil {
+func (r *Reconciler) reportReplayed(l *urutauv1alpha1.ReaderLease, uid types.UID, states map[lease.Key]lease.State) {
+	for _, e := range lease.OwnEntries(l, uid) {
+		if states[lease.KeyOf(e)] != lease.Empty || r.Recorder == nil {
 			continue
 		}
-		r.recorder.Eventf(l, nil, corev1.EventTypeNormal, EventTombstoneReplayed, "Cleanup",
+		r.Recorder.Eventf(l, nil, corev1.EventTypeNormal, EventReplayed, "Cleanup",
 			"cluster %q holds nothing of pipeline %s/%s (uid %s) any more", e.Cluster, e.PipelineNamespace, e.PipelineName, uid)
 	}
 }
@@ -170,10 +176,10 @@ func unidentified(members []inventory.Member, ids map[string]string) sets.Set[st
 }
 
 // knownIdentities are the identities read from the registered members.
-func (r *LeaseReconciler) knownIdentities(members []inventory.Member) map[string]string {
+func (r *Reconciler) knownIdentities(members []inventory.Member) map[string]string {
 	ids := map[string]string{}
 	for _, m := range members {
-		if id := r.members.KnownIdentity(m.Name); id != "" {
+		if id := r.Members.KnownIdentity(m.Name); id != "" {
 			ids[m.Name] = id
 		}
 	}
@@ -193,9 +199,9 @@ func anyDraining(states map[lease.Key]lease.State) bool {
 	return false
 }
 
-// leasesOf lists the leases that record pipeline uid, as holder or in an entry.
-func (r *LeaseReconciler) leasesOf(ctx context.Context, uid types.UID) []types.NamespacedName {
-	leases, err := r.leases.Of(ctx, uid)
+// LeasesOf lists the leases that record pipeline uid, as holder or in an entry.
+func (r *Reconciler) LeasesOf(ctx context.Context, uid types.UID) []types.NamespacedName {
+	leases, err := r.Leases.Of(ctx, uid)
 	if err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "listing ReaderLeases")
 		return nil
@@ -207,10 +213,10 @@ func (r *LeaseReconciler) leasesOf(ctx context.Context, uid types.UID) []types.N
 	return out
 }
 
-// leasesFor lists the leases with an entry on member name, or on a cluster of identity id.
-func (r *LeaseReconciler) leasesFor(ctx context.Context, name, id string) []types.NamespacedName {
+// LeasesFor lists the leases with an entry on member name, or on a cluster of identity id.
+func (r *Reconciler) LeasesFor(ctx context.Context, name, id string) []types.NamespacedName {
 	list := &urutauv1alpha1.ReaderLeaseList{}
-	if err := r.client.List(ctx, list, client.InNamespace(r.leases.Namespace)); err != nil {
+	if err := r.Client.List(ctx, list, client.InNamespace(r.Leases.Namespace)); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "listing ReaderLeases")
 		return nil
 	}

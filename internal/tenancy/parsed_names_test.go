@@ -1,4 +1,4 @@
-package fleet
+package tenancy
 
 import (
 	"errors"
@@ -9,13 +9,12 @@ import (
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
 	"github.com/urutau-io/fleet/internal/spec"
-	"github.com/urutau-io/fleet/internal/tenancy"
 )
 
 // The names a pipeline's workers and maintenance pods take are checked before anything is placed
 // (webhooks may be off): a maintenance pod name cut to 63 characters is refused only while
 // maintenance is on, since only then does the Role grant deleting pods of that name.
-func TestWorkerNamesDenial(t *testing.T) {
+func TestCheckParsedWorkerNames(t *testing.T) {
 	cut := "orders.coordinator-0" + strings.Repeat("_", 42) + "x"
 	inline := func(pipeline, target string, maintenance bool) *spec.Inline {
 		in := &spec.Inline{Pipeline: pipeline, Tables: []spec.Table{{Source: "shop.orders", Target: target}}}
@@ -31,13 +30,13 @@ func TestWorkerNamesDenial(t *testing.T) {
 	}{
 		"ordinary":                   {in: inline("shop", "raw.orders", true)},
 		"cut, maintenance off":       {in: inline("shop", cut, false)},
-		"cut, maintenance on":        {in: inline("shop", cut, true), reason: tenancy.ReasonMaintenanceNameTruncated},
-		"worker group a coordinator": {in: inline("shop", "orders.coordinator", false), reason: tenancy.ReasonWorkerGroupNamesACoordinator},
-		"pipeline not the CR's name": {in: inline("other", "raw.orders", true), reason: tenancy.ReasonWorkerNamesNotBound},
+		"cut, maintenance on":        {in: inline("shop", cut, true), reason: ReasonMaintenanceNameTruncated},
+		"worker group a coordinator": {in: inline("shop", "orders.coordinator", false), reason: ReasonWorkerGroupNamesACoordinator},
+		"pipeline not the CR's name": {in: inline("other", "raw.orders", true), reason: ReasonWorkerNamesNotBound},
 	} {
 		t.Run(name, func(t *testing.T) {
-			err := workerNamesDenial(p, tc.in)
-			var d *tenancy.Denial
+			err := CheckParsedWorkerNames(p, tc.in)
+			var d *Denial
 			switch {
 			case tc.reason == "" && err != nil:
 				t.Fatalf("refused: %v", err)
