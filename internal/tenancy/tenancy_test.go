@@ -3,6 +3,7 @@ package tenancy
 import (
 	"errors"
 	"strings"
+	"reflect"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -189,4 +190,25 @@ func TestSecrets(t *testing.T) {
 		"spec.secrets.kafkaTLS: Secret shop/src", urutauv1alpha1.LabelFleetSecret+"=true")
 	// The hub's own member token, whatever its labels.
 	expectDenial(t, CheckSecret("eu-1", ref, secret(corev1.SecretTypeServiceAccountToken, open)), ReasonServiceAccountTokenRef, "ServiceAccount token")
+}
+
+// The member checks only read the Namespace they are given: the jobs that create in one member
+// namespace at once share one read of it (memberwork.SharedReads), so a check that wrote to it
+// (a label defaulted, a map created) would race the others and change what they decide.
+func TestMemberChecksLeaveTheNamespaceAlone(t *testing.T) {
+	open := map[string]string{urutauv1alpha1.LabelFleetManaged: "true"}
+	weak := map[string]string{urutauv1alpha1.LabelFleetManaged: "true", LabelPodSecurityEnforce: "privileged"}
+	member := inventory.Member{Name: "eu-1", Labels: map[string]string{"region": "eu"}}
+	granting := []urutauv1alpha1.PlacementPolicy{policy("lab", urutauv1alpha1.PlacementPolicySpec{Namespaces: []string{"shop"}, Clusters: []string{"eu-1"}, AllowWeakPodSecurity: true})}
+	for _, b := range []Boundary{{Reserved: []string{"urutau-system"}}, {AllowWeakPodSecurity: true}, {Policies: granting}} {
+		for _, ns := range []*corev1.Namespace{namespace("shop", nil), namespace("shop", open), namespace("shop", weak), namespace("kube-system", open)} {
+			before := ns.DeepCopy()
+			_ = b.CheckMemberNamespace(member.Name, ns)
+			_ = b.CheckMemberPodSecurity(namespace("shop", nil), member, ns)
+			_ = CheckPodSecurity(member.Name, ns, false)
+			if !reflect.DeepEqual(before, ns) {
+				t.Errorf("namespace %s with labels %v became %+v", before.Name, before.Labels, ns)
+			}
+		}
+	}
 }
