@@ -19,6 +19,7 @@ func Cases() []History {
 		caseMoveBackToDraining(),
 		caseRenameWhileUnreachable(),
 		caseRacingCreates(),
+		caseRacingSpellings(),
 		caseTombstoneInventoryWindow(),
 		caseStaleConfirmGone(),
 		caseTombstoneReplayWhileTerminated(),
@@ -94,6 +95,21 @@ func caseRacingCreates() History {
 		Wait{Millis: 3000},
 		CreateRace{Names: []string{"p2", "p3"}, Identity: "s1", Placements: [][]string{{memberA}, {memberC}}, Bypass: true},
 		mayRun("p2", memberA, 20000),
+		mayRun("p3", memberC, 20000),
+		Wait{Millis: 3000},
+	)}
+}
+
+// 3b. Two creates racing past admission with one identity spelled two ways: a MySQL serverId
+// plainly and with leading zeros (one server id to MySQL), and a Postgres slot. The reconciler
+// must take them for one identity.
+func caseRacingSpellings() History {
+	return History{Name: "case-3b-racing-creates-two-spellings", Ops: closing(
+		CreateRace{Names: []string{"p0", "p1"}, Identity: "s0", Placements: [][]string{{memberA}, {memberB}}, Bypass: true, Padded: true},
+		mayRun("p0", memberA, 20000),
+		mayRun("p1", memberB, 20000),
+		CreateRace{Names: []string{"p2", "p3"}, Identity: "p0", Placements: [][]string{{memberB}, {memberC}}, Bypass: true},
+		mayRun("p2", memberB, 20000),
 		mayRun("p3", memberC, 20000),
 		Wait{Millis: 3000},
 	)}

@@ -1,6 +1,7 @@
 // Package chaos is the randomized history checker of the fleet (`make test-chaos`), modelled on
 // etcd's robustness suite: a seeded generator writes a history (a list of plain-data operations:
-// placement moves and flaps, deletes, renames, racing duplicate creates, terminations, member API
+// placement moves and flaps, deletes, renames, racing duplicate creates (a MySQL serverId spelled
+// plainly or with leading zeros, Postgres slots), terminations, member API
 // servers and kubelets stopped, hubs killed, foreign finalizers; people's hands on members: hand
 // scales, pods made by hand, StatefulSets deleted or edited, exports restored where the pipeline
 // left; the inventory: selector labels gained and lost, kubeconfig Secrets removed and added;

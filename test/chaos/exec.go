@@ -205,7 +205,8 @@ func (x *executor) get(ctx context.Context, name string) (*urutauv1alpha1.CDCPip
 // pipeline is read back: it may have been created all the same.
 func (x *executor) create(ctx context.Context, o Create) (*PipelineRef, error) {
 	name := o.Name
-	p := newPipeline(x.ns, name, serverID(x.n, o.Identity), o.Placement, o.Selector, o.Bypass)
+	kind, identity := sourceOf(x.n, o.Identity, o.Padded)
+	p := newPipeline(x.ns, name, kind, identity, o.Placement, o.Selector, o.Bypass)
 	withFence(p, o)
 	start := time.Now()
 	err := x.env.hub.Create(ctx, p)
@@ -249,7 +250,7 @@ func (x *executor) race(ctx context.Context, o CreateRace) ([]PipelineRef, error
 		}
 		wg.Go(func() {
 			<-go1
-			out[i], errs[i] = x.create(ctx, Create{Name: name, Identity: o.Identity, Placement: pl, Bypass: o.Bypass})
+			out[i], errs[i] = x.create(ctx, Create{Name: name, Identity: o.Identity, Placement: pl, Bypass: o.Bypass, Padded: o.Padded && i == 1})
 		})
 	}
 	close(go1)

@@ -238,6 +238,7 @@ func (g *generator) somePlacement() []string {
 func (g *generator) create() {
 	name := g.pick(g.unusedNames())
 	o := Create{Name: name, Identity: g.identity(), Placement: g.somePlacement(), Bypass: g.r.IntN(100) < 20}
+	o.Padded = isMySQL(o.Identity) && g.r.IntN(100) < 25
 	if g.r.IntN(100) < 20 {
 		o.Selector = true
 		if g.r.IntN(100) < 60 {
@@ -288,6 +289,7 @@ func (g *generator) race() {
 	unused := g.unusedNames()
 	g.r.Shuffle(len(unused), func(i, j int) { unused[i], unused[j] = unused[j], unused[i] })
 	o := CreateRace{Names: sortedCopy(unused[:2]), Identity: g.identity(), Bypass: g.r.IntN(100) < 50}
+	o.Padded = isMySQL(o.Identity) && g.r.IntN(100) < 40
 	for range o.Names {
 		o.Placements = append(o.Placements, g.somePlacement())
 	}

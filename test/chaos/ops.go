@@ -37,6 +37,8 @@ type Create struct {
 	// Failover, when set, makes it a failover placement (fenced) over these candidates, most
 	// preferred first, instead of Placement and Selector.
 	Failover *FailoverSpec `json:"failover,omitempty"`
+	// Padded writes a MySQL serverId with leading zeros ("00100010"): the same server id.
+	Padded bool `json:"padded,omitempty"`
 }
 
 // FailoverSpec is a failover placement: Candidates in order, then (CandidateSelector) the
@@ -62,6 +64,8 @@ type CreateRace struct {
 	Identity   string     `json:"identity"`
 	Placements [][]string `json:"placements"`
 	Bypass     bool       `json:"bypass,omitempty"`
+	// Padded: the second pipeline writes the MySQL serverId with leading zeros, the first plainly.
+	Padded bool `json:"padded,omitempty"`
 }
 
 // Place sets spec.placement.clusters of Name. ConfirmGone, when set, is written to the
@@ -348,6 +352,9 @@ func (o Create) String() string {
 	} else if o.Fenced {
 		s += " fenced"
 	}
+	if o.Padded {
+		s += " (serverId padded with zeros)"
+	}
 	if o.RetryMillis > 0 {
 		s += fmt.Sprintf(" (retrying %dms while the old one is deleted)", o.RetryMillis)
 	}
@@ -363,7 +370,11 @@ func (o CreateRace) String() string {
 		}
 		parts = append(parts, n+" on "+set(pl))
 	}
-	return fmt.Sprintf("create at once %s identity=%s%s", strings.Join(parts, " and "), o.Identity, bypass(o.Bypass))
+	padded := ""
+	if o.Padded {
+		padded = " (the second's serverId padded with zeros)"
+	}
+	return fmt.Sprintf("create at once %s identity=%s%s%s", strings.Join(parts, " and "), o.Identity, bypass(o.Bypass), padded)
 }
 
 func (o Place) String() string {

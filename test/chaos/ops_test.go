@@ -203,6 +203,15 @@ func TestGenerateCoversTheFaults(t *testing.T) {
 			if p, ok := o.(Place); ok && len(p.ConfirmGone) > 0 {
 				kinds["place+confirm"]++
 			}
+			if c, ok := o.(Create); ok && c.Padded {
+				kinds["create+padded"]++
+			}
+			if c, ok := o.(Create); ok && !isMySQL(c.Identity) {
+				kinds["create+postgres"]++
+			}
+			if c, ok := o.(CreateRace); ok && c.Padded {
+				kinds["create-race+padded"]++
+			}
 			if c, ok := o.(Create); ok && c.Bypass {
 				kinds["create+bypass"]++
 			}
@@ -234,7 +243,7 @@ func TestGenerateCoversTheFaults(t *testing.T) {
 		"start-member", "pause-kubelet", "resume-kubelet", "kill-hub", "start-hub", "failover", "hold", "release", "hammer", "create+bypass",
 		"create+selector", "place+selector", "scale+0", "scale+2", "hand-pod", "delete-sts", "delete-sts+orphan", "edit-sts+template",
 		"edit-sts+unlabel", "export", "restore", "restore+elsewhere", "label", "deregister", "register", "repoint+shared", "repoint+",
-		"create+failover", "create+failover+3", "create+failover+selector", "create+fenced", "partition", "partition+hang", "reconnect",
+		"create+padded", "create+postgres", "create-race+padded", "create+failover", "create+failover+3", "create+failover+selector", "create+fenced", "partition", "partition+hang", "reconnect",
 		"wait+failover"} {
 		if kinds[k] == 0 {
 			t.Errorf("200 seeds never generate %s (%v)", k, kinds)
@@ -244,12 +253,15 @@ func TestGenerateCoversTheFaults(t *testing.T) {
 
 func TestIdentityOf(t *testing.T) {
 	for name, tc := range map[string]struct{ inline, want string }{
-		"template":             {string(inlineDefinition("p0", "100010")), "mysql:100010"},
-		"serverId with a zero": {`{"pipeline":"p","source":{"kind":"mysql","uri":"mysql://u@h/db","serverId":"042"},"sink":{"uri":"http://x","namespace":"raw"},"tables":[{"source":"db.t","target":"raw.t","primaryKey":["id"]}]}`, "mysql:42"},
-		"serverId unset":       {`{"pipeline":"p","source":{"kind":"mysql","uri":"mysql://u@h/db"},"sink":{"uri":"http://x","namespace":"raw"},"tables":[{"source":"db.t","target":"raw.t","primaryKey":["id"]}]}`, "mysql:1101"},
-		"postgres slotName":    {`{"pipeline":"p","source":{"kind":"postgres","uri":"postgres://u@h/db","slotName":"s2"},"sink":{"uri":"http://x","namespace":"raw"},"tables":[{"source":"public.t","target":"raw.t","primaryKey":["id"]}]}`, "postgres:s2"},
-		"serverId number":      {`{"pipeline":"p","source":{"kind":"mysql","uri":"mysql://u@h/db","serverId":42},"sink":{"uri":"http://x","namespace":"raw"},"tables":[{"source":"db.t","target":"raw.t","primaryKey":["id"]}]}`, ""},
-		"does not parse":       {`{"pipeline":"p","source":{"kind":"postgres"}}`, ""},
+		"template":              {string(inlineDefinition("p0", "mysql", "100010")), "mysql:100010"},
+		"template, padded":      {string(inlineDefinition("p0", "mysql", "00100010")), "mysql:100010"},
+		"template, postgres":    {string(inlineDefinition("p0", "postgres", "chaos_3_p0")), "postgres:chaos_3_p0"},
+		"serverId not a number": {`{"source":{"kind":"mysql","serverId":"x42"}}`, ""},
+		"serverId with a zero":  {`{"pipeline":"p","source":{"kind":"mysql","uri":"mysql://u@h/db","serverId":"042"},"sink":{"uri":"http://x","namespace":"raw"},"tables":[{"source":"db.t","target":"raw.t","primaryKey":["id"]}]}`, "mysql:42"},
+		"serverId unset":        {`{"pipeline":"p","source":{"kind":"mysql","uri":"mysql://u@h/db"},"sink":{"uri":"http://x","namespace":"raw"},"tables":[{"source":"db.t","target":"raw.t","primaryKey":["id"]}]}`, "mysql:1101"},
+		"postgres slotName":     {`{"pipeline":"p","source":{"kind":"postgres","uri":"postgres://u@h/db","slotName":"s2"},"sink":{"uri":"http://x","namespace":"raw"},"tables":[{"source":"public.t","target":"raw.t","primaryKey":["id"]}]}`, "postgres:s2"},
+		"serverId number":       {`{"pipeline":"p","source":{"kind":"mysql","uri":"mysql://u@h/db","serverId":42},"sink":{"uri":"http://x","namespace":"raw"},"tables":[{"source":"db.t","target":"raw.t","primaryKey":["id"]}]}`, ""},
+		"does not parse":        {`{"pipeline":"p","source":{"kind":"postgres"}}`, ""},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if got := identityOf([]byte(tc.inline)); got != tc.want {

@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	urutauv1alpha1 "github.com/urutau-io/fleet/api/v1alpha1"
-	"github.com/urutau-io/fleet/internal/spec"
 )
 
 // The small universe histories draw from: few names, so that operations collide.
@@ -19,9 +19,9 @@ var (
 	Members = []string{"member-a", "member-b", "member-c"}
 	// PipelineNames are the CDCPipeline names a history uses.
 	PipelineNames = []string{"p0", "p1", "p2", "p3"}
-	// Identities are abstract source identities; each history maps them to serverIds of its own
-	// (identityBase) so histories never share one.
-	Identities = []string{"s0", "s1"}
+	// Identities are abstract source identities; each history maps them to identities of its own
+	// (sourceOf) so histories never share one: "s<k>" a MySQL serverId, "p<k>" a Postgres slot.
+	Identities = []string{"s0", "s1", "p0"}
 )
 
 const (
@@ -68,23 +68,43 @@ func serverID(n int, id string) string {
 	return strconv.Itoa(100000 + n*10 + k)
 }
 
-// inlineDefinition is THE pipeline template of the suite: a MySQL source whose identity is
-// serverId, written as a string as urutau writes it, with fields both the fleet's parser and
-// urutau's own dialect accept. Change it here only.
-func inlineDefinition(name, serverID string) []byte {
+// sourceOf is how abstract identity id of the history numbered n is written in a definition:
+// its kind, and its serverId (MySQL) or slotName (Postgres). padded writes a serverId with
+// leading zeros: the same server id to MySQL, another string to anything that compares text.
+func sourceOf(n int, id string, padded bool) (kind, value string) {
+	if strings.HasPrefix(id, "p") {
+		return "postgres", fmt.Sprintf("chaos_%d_%s", n, id)
+	}
+	v := serverID(n, id)
+	if padded {
+		v = "00" + v
+	}
+	return "mysql", v
+}
+
+// isMySQL tells whether abstract identity id is a MySQL serverId (one that can be padded).
+func isMySQL(id string) bool { return strings.HasPrefix(id, "s") }
+
+// inlineDefinition is THE pipeline template of the suite: a MySQL source whose identity is its
+// serverId, written as a string as urutau writes it, or a Postgres source whose identity is its
+// slotName, with fields both the fleet's parser and urutau's own dialect accept. Change it here
+// only.
+func inlineDefinition(name, kind, identity string) []byte {
+	source := map[string]any{"kind": kind, "uri": "mysql://chaos@db.example:3306/shop", "serverId": identity}
+	table := map[string]any{"source": "shop.orders", "target": "raw.orders", "primaryKey": []any{"id"}}
+	if kind == "postgres" {
+		source = map[string]any{"kind": kind, "uri": "postgres://chaos@db.example:5432/shop", "slotName": identity}
+		table["source"] = "public.orders"
+	}
 	doc := map[string]any{
 		"pipeline": name,
-		"source": map[string]any{
-			"kind":     "mysql",
-			"uri":      "mysql://chaos@db.example:3306/shop",
-			"serverId": serverID,
-		},
+		"source":   source,
 		"sink": map[string]any{
 			"uri":       "http://iceberg-rest.example:8181",
 			"namespace": "raw",
 			"warehouse": "s3://lake/chaos",
 		},
-		"tables": []any{map[string]any{"source": "shop.orders", "target": "raw.orders", "primaryKey": []any{"id"}}},
+		"tables": []any{table},
 	}
 	raw, err := json.Marshal(doc)
 	if err != nil {
@@ -94,12 +114,12 @@ func inlineDefinition(name, serverID string) []byte {
 }
 
 // newPipeline is the CDCPipeline a Create op submits.
-func newPipeline(ns, name, serverID string, placement []string, selector, bypass bool) *urutauv1alpha1.CDCPipeline {
+func newPipeline(ns, name, kind, identity string, placement []string, selector, bypass bool) *urutauv1alpha1.CDCPipeline {
 	p := &urutauv1alpha1.CDCPipeline{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: urutauv1alpha1.CDCPipelineSpec{
 			PipelineSpec: urutauv1alpha1.PipelineSpec{
-				Definition: urutauv1alpha1.Definition{Inline: &runtime.RawExtension{Raw: inlineDefinition(name, serverID)}},
+				Definition: urutauv1alpha1.Definition{Inline: &runtime.RawExtension{Raw: inlineDefinition(name, kind, identity)}},
 				Secrets:    urutauv1alpha1.Secrets{Source: sourceSecret},
 			},
 			Placement: urutauv1alpha1.Placement{Clusters: sortedCopy(placement)},
@@ -129,18 +149,39 @@ func withFence(p *urutauv1alpha1.CDCPipeline, o Create) {
 }
 
 // identityOf is the source identity of a pipeline's inline definition as the checker compares
-// it: "<kind>:<value>" (mysql:<serverId>, postgres:<slotName>); empty when it has none or does
-// not parse.
+// it: "<kind>:<value>" (mysql:<serverId>, postgres:<slotName>); empty when it has none or is not
+// well formed. It reads the definition on its own, not through the fleet's parser, so that the
+// checker does not share a mistake of the hub's: a serverId is the number MySQL takes ("0042" is
+// 42), and unset it is 1101, the coordinator's --server-id default (urutau spec/load.go).
 func identityOf(inline []byte) string {
-	in, errs := spec.Parse(inline)
-	if len(errs) > 0 || in == nil {
+	var doc struct {
+		Source struct {
+			Kind     string `json:"kind"`
+			ServerID string `json:"serverId"`
+			SlotName string `json:"slotName"`
+		} `json:"source"`
+	}
+	if json.Unmarshal(inline, &doc) != nil {
 		return ""
 	}
-	id, ok := in.Identity()
-	if !ok {
-		return ""
+	switch s := doc.Source; s.Kind {
+	case "mysql":
+		id := s.ServerID
+		if id == "" {
+			id = "1101"
+		}
+		n, err := strconv.ParseUint(id, 10, 32)
+		if err != nil {
+			return ""
+		}
+		return "mysql:" + strconv.FormatUint(n, 10)
+	case "postgres":
+		if s.SlotName == "" {
+			return ""
+		}
+		return "postgres:" + s.SlotName
 	}
-	return id.Kind + ":" + id.Value
+	return ""
 }
 
 // historyNamespace is the namespace of the history numbered n (on the hub and in every member).
