@@ -25,6 +25,7 @@ func Cases() []History {
 		caseTombstoneReplayWhileTerminated(),
 		caseTerminatingPodBlocksMove(),
 		caseTerminatingPodBlocksRename(),
+		caseFrozenLeaderMidMove(),
 	}, append(handCases(), failoverCases()...)...)
 }
 
@@ -111,6 +112,21 @@ func caseRacingSpellings() History {
 		CreateRace{Names: []string{"p2", "p3"}, Identity: "p0", Placements: [][]string{{memberB}, {memberC}}, Bypass: true},
 		mayRun("p2", memberB, 20000),
 		mayRun("p3", memberC, 20000),
+		Wait{Millis: 3000},
+	)}
+}
+
+// A leader frozen (SIGSTOP) in the middle of a move, past its leader Lease: the other replica takes
+// over and finishes the move, and the frozen one, let go on, still holds the reconcile it was in.
+// It must write nothing to a member once its lease may have passed.
+func caseFrozenLeaderMidMove() History {
+	return History{Name: "case-frozen-leader-mid-move", Ops: closing(
+		Create{Name: "p0", Identity: "s0", Placement: []string{memberA}},
+		running("p0", memberA, 30000),
+		Place{Name: "p0", Placement: []string{memberB}},
+		FreezeHub{Millis: 20000},
+		mayRun("p0", memberB, 30000),
+		Place{Name: "p0", Placement: []string{memberA}},
 		Wait{Millis: 3000},
 	)}
 }

@@ -206,7 +206,7 @@ func (cc *checkContext) disturbed(f *pipelineFacts, l loss, d Stamp, ls []loss) 
 			continue
 		}
 		switch o.Op.(type) {
-		case KillHub, StartHub, Failover, KillHubWhen:
+		case KillHub, StartHub, Failover, FreezeHub, KillHubWhen:
 			return true
 		case Label:
 			if f.Failover.CandidateSelector {

@@ -363,6 +363,13 @@ func TestCheckDeletions(t *testing.T) {
 	if b := build(20, 27); Check(&b.rec).Failed() {
 		t.Fatalf("the 7 s the hub was down are counted against it:\n%s", Report(&b.rec, Check(&b.rec)))
 	}
+	// A leader frozen for 5 s, and the other replica's takeover after it, are not counted either.
+	frozen := build(0, 0)
+	frozen.rec.Ops = append(frozen.rec.Ops, OpRecord{Index: 2, Op: FreezeHub{Millis: 5000}, Start: sec(20), End: sec(25),
+		HubsBefore: [2]bool{true, true}, HubsAfter: [2]bool{true, true}})
+	if res := Check(&frozen.rec); res.Failed() {
+		t.Fatalf("the time a frozen leader was not acting is counted against the hub:\n%s", Report(&frozen.rec, res))
+	}
 	b := build(0, 0)
 	b.rec.Events = b.rec.Events[:0]
 	b.rec.Final.Pipelines = []ObjInfo{{UID: "u1"}}

@@ -128,12 +128,16 @@ func (cc *checkContext) byHand(uid string, at span) bool {
 
 // hubDown are the spans during which no hub process ran, counted generously (from the start of
 // the op that killed the last one to the end of the op that started one) so that I4 never blames
-// the hub for time it was not there.
+// the hub for time it was not there; a frozen leader counts as none, until the other has taken
+// over.
 func hubDown(ops []OpRecord) []span {
 	var out []span
 	var from Stamp
 	down := false
 	for _, o := range ops {
+		if _, ok := o.Op.(FreezeHub); ok {
+			out = append(out, span{o.Start, o.End + hubTakeover})
+		}
 		before, after := anyHub(o.HubsBefore), anyHub(o.HubsAfter)
 		switch {
 		case before && !after && !down:
@@ -146,7 +150,7 @@ func hubDown(ops []OpRecord) []span {
 	if down {
 		out = append(out, span{from, forever})
 	}
-	return out
+	return mergeSpans(out)
 }
 
 func anyHub(h [2]bool) bool { return h[0] || h[1] }

@@ -144,6 +144,8 @@ func (x *executor) doFleet(ctx context.Context, o Op) error {
 		return e.hubs.start(ctx, o.Hub)
 	case Failover:
 		return x.failover(ctx)
+	case FreezeHub:
+		return x.freezeLeader(ctx, o)
 	case Hold:
 		return x.hold(ctx, o)
 	case Release:
@@ -351,6 +353,22 @@ func (x *executor) failover(ctx context.Context) error {
 		return errors.New("no hub took the lead within 30s")
 	}
 	return h.kill(ctx, l)
+}
+
+// freezeLeader freezes the leading hub for o.Millis, with both started so that the other replica
+// takes the lead meanwhile.
+func (x *executor) freezeLeader(ctx context.Context, o FreezeHub) error {
+	h := x.env.hubs
+	for i := range 2 {
+		if err := h.start(ctx, i); err != nil {
+			return err
+		}
+	}
+	l := h.awaitLeader(ctx, 30*time.Second)
+	if l < 0 {
+		return errors.New("no hub took the lead within 30s")
+	}
+	return h.freeze(ctx, l, ms(o.Millis))
 }
 
 // killHubWhen polls tightly for the condition and kills the leader the moment it holds.

@@ -110,6 +110,7 @@ func (g *generator) step() {
 	add(3, g.hubs[0] || g.hubs[1], g.killHub)
 	add(8, !g.hubs[0] || !g.hubs[1], func() { g.startHub(g.pick2(!g.hubs[0], !g.hubs[1])) })
 	add(3, g.hubs[0] || g.hubs[1], g.failover)
+	add(2, g.hubs[0] || g.hubs[1], g.freezeHub)
 	add(5, len(existing) > 0, g.hold)
 	add(3, true, g.release)
 	add(2, len(existing) > 0, g.hammer)
@@ -433,6 +434,13 @@ func (g *generator) failover() {
 		return // one of them died; the model keeps both as possibly running: StartHub is then a no-op
 	}
 	g.hubs = [2]bool{!g.hubs[0], !g.hubs[1]}
+}
+
+// freezeHub freezes the leader past its leader Lease (15 s) while the other replica runs; the
+// executor starts both first and restarts the frozen one once it left, so both run after it.
+func (g *generator) freezeHub() {
+	g.emit(FreezeHub{Millis: 18000 + 1000*g.r.IntN(9)})
+	g.hubs = [2]bool{true, true}
 }
 
 func (g *generator) hold() {

@@ -119,6 +119,30 @@ func (h *hubs) kill(ctx context.Context, i int) error {
 	return err
 }
 
+// freeze stops hub i (SIGSTOP) for d, then lets it go on (SIGCONT), and waits up to exitWait
+// for it to leave: a replica whose leader Lease was taken meanwhile exits when it sees that. It
+// is then started again, as a Deployment restarts a container that exited, and the webhook points
+// at a running hub.
+func (h *hubs) freeze(ctx context.Context, i int, d time.Duration) error {
+	p := h.cmds[i].Process
+	if err := p.Signal(syscall.SIGSTOP); err != nil {
+		return err
+	}
+	sleep(ctx, d)
+	// Never leave it stopped, whatever happened to ctx.
+	if err := p.Signal(syscall.SIGCONT); err != nil {
+		return err
+	}
+	const exitWait = 30 * time.Second
+	for deadline := time.Now().Add(exitWait); h.running(i) && time.Now().Before(deadline) && ctx.Err() == nil; {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if !h.running(i) {
+		return h.start(ctx, i)
+	}
+	return h.pointWebhook(context.WithoutCancel(ctx))
+}
+
 // dumpStacks has every running hub print its goroutines to its log (SIGQUIT: the Go runtime
 // writes every stack and exits), then kills it as kill does. Called when a history does not
 // settle: a reconcile that never ends shows there, and nowhere else.

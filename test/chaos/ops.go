@@ -135,6 +135,14 @@ type KillHub struct {
 	Hub int `json:"hub"`
 }
 
+// FreezeHub stops the leading hub process (SIGSTOP) for Millis, past its leader Lease, while the
+// other replica runs, then lets it go on (SIGCONT): for a moment two replicas believe they lead.
+// The one that was frozen must write nothing to a member once its lease may have passed
+// (memberwork.LeaderFence), and it leaves when it sees the Lease taken.
+type FreezeHub struct {
+	Millis int `json:"millis"`
+}
+
 // StartHub starts hub process Hub (with leader election, as every hub of the chaos fleet).
 type StartHub struct {
 	Hub int `json:"hub"`
@@ -322,6 +330,7 @@ func (PauseKubelet) Kind() string  { return "pause-kubelet" }
 func (ResumeKubelet) Kind() string { return "resume-kubelet" }
 func (KillHub) Kind() string       { return "kill-hub" }
 func (StartHub) Kind() string      { return "start-hub" }
+func (FreezeHub) Kind() string     { return "freeze-hub" }
 func (Failover) Kind() string      { return "failover" }
 func (Hold) Kind() string          { return "hold" }
 func (Release) Kind() string       { return "release" }
@@ -406,6 +415,9 @@ func (o ResumeKubelet) String() string { return "resume kubelet of " + o.Member 
 func (o KillHub) String() string       { return fmt.Sprintf("SIGKILL hub-%d", o.Hub) }
 func (o StartHub) String() string      { return fmt.Sprintf("start hub-%d", o.Hub) }
 func (Failover) String() string        { return "leader failover" }
+func (o FreezeHub) String() string {
+	return fmt.Sprintf("freeze the leading hub (SIGSTOP) for %s, past its leader Lease, then SIGCONT", ms(o.Millis))
+}
 
 func (o Hold) String() string {
 	return fmt.Sprintf("foreign finalizer on the %s of %s in %s", o.Object, o.Name, o.Member)
@@ -494,7 +506,7 @@ func bypass(b bool) string {
 func newOp(kind string) (Op, error) {
 	for _, o := range []Op{
 		&Create{}, &CreateRace{}, &Place{}, &Delete{}, &Terminate{}, &Clear{}, &StopMember{}, &StartMember{},
-		&PauseKubelet{}, &ResumeKubelet{}, &KillHub{}, &StartHub{}, &Failover{}, &Hold{}, &Release{},
+		&PauseKubelet{}, &ResumeKubelet{}, &KillHub{}, &StartHub{}, &Failover{}, &FreezeHub{}, &Hold{}, &Release{},
 		&Hammer{}, &Wait{}, &Await{}, &KillHubWhen{}, &Heal{}, &DeleteAll{},
 		&Partition{}, &Reconnect{},
 		&Scale{}, &HandPod{}, &DeleteSTS{}, &EditSTS{}, &Export{}, &Restore{}, &Label{}, &Deregister{}, &Register{}, &Repoint{},
@@ -618,6 +630,8 @@ func deref(o Op) Op {
 		return *v
 	case *Failover:
 		return *v
+	case *FreezeHub:
+		return *v
 	case *Hold:
 		return *v
 	case *Release:
@@ -716,7 +730,7 @@ func (h History) Faults() int {
 
 func isFault(o Op) bool {
 	switch o.(type) {
-	case StopMember, PauseKubelet, KillHub, Failover, Hold, Hammer, KillHubWhen, Partition,
+	case StopMember, PauseKubelet, KillHub, Failover, FreezeHub, Hold, Hammer, KillHubWhen, Partition,
 		Scale, HandPod, DeleteSTS, EditSTS, Restore, Label, Deregister, Repoint:
 		return true
 	}

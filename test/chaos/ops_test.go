@@ -243,7 +243,7 @@ func TestGenerateCoversTheFaults(t *testing.T) {
 		"start-member", "pause-kubelet", "resume-kubelet", "kill-hub", "start-hub", "failover", "hold", "release", "hammer", "create+bypass",
 		"create+selector", "place+selector", "scale+0", "scale+2", "hand-pod", "delete-sts", "delete-sts+orphan", "edit-sts+template",
 		"edit-sts+unlabel", "export", "restore", "restore+elsewhere", "label", "deregister", "register", "repoint+shared", "repoint+",
-		"create+padded", "create+postgres", "create-race+padded", "create+failover", "create+failover+3", "create+failover+selector", "create+fenced", "partition", "partition+hang", "reconnect",
+		"freeze-hub", "create+padded", "create+postgres", "create-race+padded", "create+failover", "create+failover+3", "create+failover+selector", "create+fenced", "partition", "partition+hang", "reconnect",
 		"wait+failover"} {
 		if kinds[k] == 0 {
 			t.Errorf("200 seeds never generate %s (%v)", k, kinds)
