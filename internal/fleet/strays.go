@@ -56,7 +56,7 @@ func (r *CoordinatorReconciler) recordStray(ctx context.Context, m inventory.Mem
 	if next == nil {
 		return true
 	}
-	// Not through writeLease: this write's watch event must not pass for the pipeline's own echo.
+	// Not through hubWrites.lease: this write's watch event must not pass for the pipeline's own echo.
 	// It brings the pipeline back once the cache holds the entry; the requeue below may read the
 	// lease before that, find nothing to remove, and leave the strays to the periodic look.
 	if _, err := r.leases.Write(ctx, current, next); err != nil {

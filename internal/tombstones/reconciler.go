@@ -49,7 +49,8 @@ type Reconciler struct {
 	PipelineBusy func(key types.NamespacedName) bool
 	// Patience bounds the wait for a member's StatefulSet controller (memberwork.CleanupMember).
 	Patience time.Duration
-	// Name names the controller; WaitInterval polls a member while its reader pods go away.
+	// Name names the controller (required); WaitInterval polls a member while its reader pods go
+	// away (DefaultWaitInterval when zero).
 	Name         string
 	WaitInterval time.Duration
 	// queue is the controller's queue, for Requeue.
@@ -98,7 +99,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (re
 	}
 	if draining || busy {
 		// Pods going away, and work ending in another controller, make no event the hub watches.
-		return reconcile.Result{RequeueAfter: r.WaitInterval}, nil
+		return reconcile.Result{RequeueAfter: orDefault(r.WaitInterval, DefaultWaitInterval)}, nil
 	}
 	return reconcile.Result{}, nil
 }
@@ -231,4 +232,14 @@ func (r *Reconciler) LeasesFor(ctx context.Context, name, id string) []types.Nam
 		}
 	}
 	return out
+}
+
+// DefaultWaitInterval polls a member while the reader pods of a gone pipeline go away there.
+const DefaultWaitInterval = 5 * time.Second
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return d
 }

@@ -2,6 +2,7 @@ package tombstones
 
 import (
 	"context"
+	"errors"
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
@@ -32,6 +33,9 @@ type queue = workqueue.TypedRateLimitingInterface[mcreconcile.Request]
 // to a lease precedes the CR's removal, so the lease's own event would find the pipeline still
 // there and leave its tombstones waiting for an unrelated event.
 func (r *Reconciler) SetupWithManager(mgr mcmanager.Manager) error {
+	if r.Name == "" {
+		return errors.New("tombstones: the Reconciler needs a Name")
+	}
 	local, members := mcbuilder.WithEngageWithLocalCluster(true), mcbuilder.WithEngageWithProviderClusters(false)
 	entries := func(multicluster.ClusterName, cluster.Cluster) handler.TypedEventHandler[client.Object, mcreconcile.Request] {
 		return handler.TypedFuncs[client.Object, mcreconcile.Request]{
