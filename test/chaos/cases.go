@@ -109,7 +109,7 @@ func caseRacingSpellings() History {
 		CreateRace{Names: []string{"p0", "p1"}, Identity: "s0", Placements: [][]string{{memberA}, {memberB}}, Bypass: true, Padded: true},
 		mayRun("p0", memberA, 20000),
 		mayRun("p1", memberB, 20000),
-		CreateRace{Names: []string{"p2", "p3"}, Identity: "p0", Placements: [][]string{{memberB}, {memberC}}, Bypass: true},
+		CreateRace{Names: []string{"p2", "p3"}, Identity: "q0", Placements: [][]string{{memberB}, {memberC}}, Bypass: true},
 		mayRun("p2", memberB, 20000),
 		mayRun("p3", memberC, 20000),
 		Wait{Millis: 3000},
@@ -121,11 +121,12 @@ func caseRacingSpellings() History {
 // It must write nothing to a member once its lease may have passed.
 func caseFrozenLeaderMidMove() History {
 	return History{Name: "case-frozen-leader-mid-move", Ops: closing(
+		StartHub{Hub: 1},
 		Create{Name: "p0", Identity: "s0", Placement: []string{memberA}},
 		running("p0", memberA, 30000),
 		Place{Name: "p0", Placement: []string{memberB}},
 		FreezeHub{Millis: 20000},
-		mayRun("p0", memberB, 30000),
+		running("p0", memberB, 60000),
 		Place{Name: "p0", Placement: []string{memberA}},
 		Wait{Millis: 3000},
 	)}

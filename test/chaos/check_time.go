@@ -37,6 +37,14 @@ func terminalWindows(cc *checkContext) []terminalWindow {
 			w.In.from = ack
 			w.Why = "the hub acknowledged the termination (status.terminated.observedGeneration) by " + stampString(ack)
 		}
+		for j := range ops {
+			// A hub frozen before the window opened holds a reconcile that may have read the
+			// pipeline before the termination: it may finish once let go on.
+			if _, ok := ops[j].Op.(FreezeHub); ok && ops[j].Start < w.In.from && ops[j].End+cc.rec.Bounds.MemberTimeout > w.In.from && ops[j].End > o.Start {
+				w.In.from = ops[j].End + cc.rec.Bounds.MemberTimeout
+				w.Why = fmt.Sprintf("a hub frozen at %s, let go on at %s, + --member-timeout %s", stampString(ops[j].Start), stampString(ops[j].End), cc.rec.Bounds.MemberTimeout)
+			}
+		}
 		for j := i + 1; j < len(ops); j++ {
 			if lifts(&ops[j], ref.UID) {
 				w.In.to = ops[j].Start

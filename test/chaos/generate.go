@@ -351,6 +351,7 @@ func (g *generator) rename() {
 	g.ops = append(g.ops, Wait{Millis: g.r.IntN(500)})
 	name := g.pick(g.unusedNames())
 	o := Create{Name: name, Identity: id, Placement: g.somePlacement(), Bypass: g.r.IntN(100) < 10}
+	o.Padded = isMySQL(id) && g.r.IntN(100) < 25
 	g.emit(o)
 	g.pipes[name] = g.newPipe(id, o.Placement, false)
 }
@@ -362,6 +363,7 @@ func (g *generator) recreate() {
 	g.emit(Delete{Name: name})
 	g.ops = append(g.ops, Wait{Millis: g.r.IntN(1500)})
 	o := Create{Name: name, Identity: id, Placement: g.somePlacement(), RetryMillis: 30000}
+	o.Padded = isMySQL(id) && g.r.IntN(100) < 25
 	g.emit(o)
 	g.pipes[name] = g.newPipe(id, o.Placement, false)
 }

@@ -119,28 +119,53 @@ func (h *hubs) kill(ctx context.Context, i int) error {
 	return err
 }
 
-// freeze stops hub i (SIGSTOP) for d, then lets it go on (SIGCONT), and waits up to exitWait
-// for it to leave: a replica whose leader Lease was taken meanwhile exits when it sees that. It
-// is then started again, as a Deployment restarts a container that exited, and the webhook points
-// at a running hub.
+// freeze stops hub i (SIGSTOP) for at least d, and until the other replica holds the leader
+// Lease (at most takeoverWait), then lets it go on (SIGCONT): for a moment two replicas believe
+// they lead. A replica whose Lease was taken exits when it sees that; one that has not left
+// within exitWait is killed (its Lease is the other's now, and stays). It is then started again,
+// as a Deployment restarts a container that exited, and the webhook points at a running hub.
+// An error says the other replica never took over: the freeze tested nothing.
 func (h *hubs) freeze(ctx context.Context, i int, d time.Duration) error {
+	const takeoverWait, exitWait = 60 * time.Second, 30 * time.Second
+	before := h.holder(ctx)
 	p := h.cmds[i].Process
 	if err := p.Signal(syscall.SIGSTOP); err != nil {
 		return err
 	}
+	start := time.Now()
 	sleep(ctx, d)
+	for time.Since(start) < takeoverWait && ctx.Err() == nil && h.holder(ctx) == before {
+		time.Sleep(200 * time.Millisecond)
+	}
+	taken := h.holder(ctx) != before
 	// Never leave it stopped, whatever happened to ctx.
 	if err := p.Signal(syscall.SIGCONT); err != nil {
 		return err
 	}
-	const exitWait = 30 * time.Second
-	for deadline := time.Now().Add(exitWait); h.running(i) && time.Now().Before(deadline) && ctx.Err() == nil; {
+	for deadline := time.Now().Add(exitWait); taken && h.running(i) && time.Now().Before(deadline) && ctx.Err() == nil; {
 		time.Sleep(100 * time.Millisecond)
 	}
-	if !h.running(i) {
-		return h.start(ctx, i)
+	if taken && h.running(i) {
+		_ = h.lf.KillExtraHub(hubName(i), h.cmds[i])
 	}
-	return h.pointWebhook(context.WithoutCancel(ctx))
+	if !h.running(i) {
+		if err := h.start(ctx, i); err != nil {
+			return err
+		}
+	}
+	if !taken {
+		return fmt.Errorf("hub-%d was frozen for %s and the other replica did not take its leader Lease", i, time.Since(start).Round(time.Second))
+	}
+	return nil
+}
+
+// holder is the holder of the hub's leader Lease, "" when it cannot be read.
+func (h *hubs) holder(ctx context.Context) string {
+	l := &coordinationv1.Lease{}
+	if err := h.hub.Get(ctx, client.ObjectKey{Namespace: localfleet.HubNamespace, Name: leaseName}, l); err != nil || l.Spec.HolderIdentity == nil {
+		return ""
+	}
+	return *l.Spec.HolderIdentity
 }
 
 // dumpStacks has every running hub print its goroutines to its log (SIGQUIT: the Go runtime

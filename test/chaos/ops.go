@@ -135,10 +135,11 @@ type KillHub struct {
 	Hub int `json:"hub"`
 }
 
-// FreezeHub stops the leading hub process (SIGSTOP) for Millis, past its leader Lease, while the
-// other replica runs, then lets it go on (SIGCONT): for a moment two replicas believe they lead.
-// The one that was frozen must write nothing to a member once its lease may have passed
-// (memberwork.LeaderFence), and it leaves when it sees the Lease taken.
+// FreezeHub stops the leading hub process (SIGSTOP) for Millis, and until the other replica holds
+// the leader Lease, then lets it go on (SIGCONT): for a moment two replicas believe they lead. The
+// one that was frozen checks its lease before each member write (memberwork.LeaderFence) and
+// leaves when it sees the Lease taken; a write already past that check when the process stopped
+// is the fence's documented gap, bounded by the checks before a coordinator is created.
 type FreezeHub struct {
 	Millis int `json:"millis"`
 }

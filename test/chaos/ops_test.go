@@ -9,13 +9,16 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/urutau-io/fleet/internal/spec"
 )
 
 // every op kind, with every field set, so that a round trip proves nothing is lost.
 func everyOp() []Op {
 	return []Op{
-		Create{Name: "p0", Identity: "s0", Placement: []string{"member-a"}, Bypass: true, RetryMillis: 3000, Selector: true},
-		CreateRace{Names: []string{"p1", "p2"}, Identity: "s1", Placements: [][]string{{"member-a"}, {"member-b", "member-c"}}, Bypass: true},
+		Create{Name: "p0", Identity: "s0", Placement: []string{"member-a"}, Bypass: true, RetryMillis: 3000, Selector: true, Padded: true},
+		CreateRace{Names: []string{"p1", "p2"}, Identity: "s1", Placements: [][]string{{"member-a"}, {"member-b", "member-c"}}, Bypass: true, Padded: true},
+		FreezeHub{Millis: 20000},
 		Place{Name: "p0", Placement: []string{}, ConfirmGone: []string{"member-a"}, Selector: true},
 		Delete{Name: "p0"}, Terminate{Name: "p1"}, Clear{Name: "p1"},
 		StopMember{Member: "member-b"}, StartMember{Member: "member-b"},
@@ -58,7 +61,7 @@ func TestHistoryJSONRoundTrip(t *testing.T) {
 	for _, k := range []string{"create", "create-race", "place", "delete", "terminate", "clear", "stop-member", "start-member",
 		"pause-kubelet", "resume-kubelet", "kill-hub", "start-hub", "failover", "hold", "release", "hammer", "wait", "await",
 		"kill-hub-when", "heal", "delete-all", "scale", "hand-pod", "delete-sts", "edit-sts", "export", "restore", "label",
-		"deregister", "register", "repoint", "partition", "reconnect"} {
+		"deregister", "register", "repoint", "partition", "reconnect", "freeze-hub"} {
 		if !kinds[k] {
 			t.Errorf("op kind %q is not in the round trip", k)
 		}
@@ -298,5 +301,27 @@ func failoverKinds(o Op, kinds map[string]int) {
 		if o.Millis >= int((10*time.Second+fenceTTL+fenceGrace+fenceMargin+failoverSlack)/time.Millisecond) {
 			kinds["wait+failover"]++
 		}
+	}
+}
+
+// Every definition a history submits is one the fleet accepts, with the identity the checker
+// reads: otherwise every create would be refused and the spellings would test nothing.
+func TestTemplatesParse(t *testing.T) {
+	for _, id := range Identities {
+		for _, padded := range []bool{false, true} {
+			kind, value := sourceOf(1, id, padded)
+			raw := inlineDefinition("p0", kind, value)
+			in, errs := spec.Parse(raw)
+			if len(errs) > 0 {
+				t.Fatalf("%s (padded %v): the fleet refuses %s: %v", id, padded, raw, errs)
+			}
+			got, ok := in.Identity()
+			if want := identityOf(raw); !ok || got.Kind+":"+got.Value != want || want == "" {
+				t.Errorf("%s (padded %v): the fleet reads %v, the checker %q", id, padded, got, want)
+			}
+		}
+	}
+	if _, a := sourceOf(1, "s0", false); a == func() string { _, b := sourceOf(1, "s0", true); return b }() {
+		t.Error("a padded serverId is written as the plain one")
 	}
 }

@@ -198,7 +198,7 @@ func blockedSpans(rec *Recording, m string, f *pipelineFacts) []span {
 			}
 		}
 		switch o.Op.(type) {
-		case KillHub, StartHub, Failover, FreezeHub, KillHubWhen:
+		case KillHub, StartHub, Failover, KillHubWhen:
 			out = append(out, span{o.Start, o.End + hubTakeover})
 		}
 	}

@@ -20,8 +20,8 @@ var (
 	// PipelineNames are the CDCPipeline names a history uses.
 	PipelineNames = []string{"p0", "p1", "p2", "p3"}
 	// Identities are abstract source identities; each history maps them to identities of its own
-	// (sourceOf) so histories never share one: "s<k>" a MySQL serverId, "p<k>" a Postgres slot.
-	Identities = []string{"s0", "s1", "p0"}
+	// (sourceOf) so histories never share one: "s<k>" a MySQL serverId, "q<k>" a Postgres slot.
+	Identities = []string{"s0", "s1", "q0"}
 )
 
 const (
@@ -72,7 +72,7 @@ func serverID(n int, id string) string {
 // its kind, and its serverId (MySQL) or slotName (Postgres). padded writes a serverId with
 // leading zeros: the same server id to MySQL, another string to anything that compares text.
 func sourceOf(n int, id string, padded bool) (kind, value string) {
-	if strings.HasPrefix(id, "p") {
+	if !isMySQL(id) {
 		return "postgres", fmt.Sprintf("chaos_%d_%s", n, id)
 	}
 	v := serverID(n, id)
