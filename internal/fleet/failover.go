@@ -1,8 +1,6 @@
 package fleet
 
 import (
-	"context"
-	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -61,18 +59,4 @@ func activeCandidate(l *urutauv1alpha1.ReaderLease, p *urutauv1alpha1.CDCPipelin
 func reportFailover(emit emitFunc, p, orig *urutauv1alpha1.CDCPipeline, w *world, results map[string]memberwork.Result) {
 	ready := w.failover != nil && w.failover.Decision.Target != "" && results[w.failover.Decision.Target].Obs.Phase == urutauv1alpha1.ClusterReady
 	failover.Report(failover.Emit(emit), p, orig, w.failover, ready)
-}
-
-// consumeFailoverRequest removes urutau.io/failover-to once read: it applies to the move it was
-// given for.
-func (pc *placer) consumeFailoverRequest(ctx context.Context, p *urutauv1alpha1.CDCPipeline, w *world) error {
-	if w.failover == nil || w.failover.Requested == "" {
-		return nil
-	}
-	orig := p.DeepCopy()
-	delete(p.Annotations, urutauv1alpha1.AnnotationFailoverTo)
-	if err := pc.writes.patch(ctx, orig, p); err != nil {
-		return fmt.Errorf("removing the %s annotation once read: %w", urutauv1alpha1.AnnotationFailoverTo, err)
-	}
-	return nil
 }

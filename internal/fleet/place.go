@@ -81,10 +81,7 @@ func (pc *placer) place(ctx context.Context, p *urutauv1alpha1.CDCPipeline, w *w
 		pc.emit(p, corev1.EventTypeNormal, EventFenceDrained, "Move",
 			"cluster %q does not answer, but its coordinator is fenced and the fence's bound has passed since the last renewal: it no longer holds the move (no %s needed); it is emptied if it ever answers again", m, urutauv1alpha1.AnnotationConfirmGone)
 	}
-	if err := pc.consumeFailoverRequest(ctx, p, w); err != nil {
-		return nil, err
-	}
-	return pl, pc.consumeConfirmations(ctx, p, pl.decision.Confirmed)
+	return pl, pc.consumeRequests(ctx, p, w, pl.decision.Confirmed)
 }
 
 // cleanDeparted empties, concurrently, every member an entry of the pipeline names that it no
@@ -145,28 +142,37 @@ func (pc *placer) cleanOn(ctx context.Context, member string, e urutauv1alpha1.L
 	return d
 }
 
-// consumeConfirmations removes the confirm-cluster-gone annotation once the hub has read it: a
-// confirmation applies to the move it was given for, never to a later one. Each name is reported
-// as acted on, or ignored when that cluster was not holding anything back.
-func (pc *placer) consumeConfirmations(ctx context.Context, p *urutauv1alpha1.CDCPipeline, acted []string) error {
-	given := ConfirmedGone(p)
-	if given.Len() == 0 {
+// consumeRequests removes, in one write, the annotations a person gives for one move once the hub
+// has read them: urutau.io/confirm-cluster-gone (each name reported as acted on, or ignored when
+// that cluster was not holding anything back) and urutau.io/failover-to. Each applies to the move
+// it was given for, never to a later one.
+func (pc *placer) consumeRequests(ctx context.Context, p *urutauv1alpha1.CDCPipeline, w *world, acted []string) error {
+	var consumed []string
+	if given := ConfirmedGone(p); given.Len() > 0 {
+		actedOn := sets.New(acted...)
+		for _, m := range sets.List(given) {
+			if actedOn.Has(m) {
+				pc.emit(p, corev1.EventTypeWarning, EventConfirmedGone, "Move",
+					"cluster %q confirmed gone by %s: it no longer holds the move; it is emptied if it ever answers again", m, urutauv1alpha1.AnnotationConfirmGone)
+			} else {
+				pc.emit(p, corev1.EventTypeNormal, EventConfirmationIgnored, "Move",
+					"%s named cluster %q, which was not holding a move back (it answers, or holds no reader of this pipeline): ignored and removed", urutauv1alpha1.AnnotationConfirmGone, m)
+			}
+		}
+		consumed = append(consumed, urutauv1alpha1.AnnotationConfirmGone)
+	}
+	if w.failover != nil && w.failover.Requested != "" {
+		consumed = append(consumed, urutauv1alpha1.AnnotationFailoverTo)
+	}
+	if len(consumed) == 0 {
 		return nil
 	}
-	actedOn := sets.New(acted...)
-	for _, m := range sets.List(given) {
-		if actedOn.Has(m) {
-			pc.emit(p, corev1.EventTypeWarning, EventConfirmedGone, "Move",
-				"cluster %q confirmed gone by %s: it no longer holds the move; it is emptied if it ever answers again", m, urutauv1alpha1.AnnotationConfirmGone)
-		} else {
-			pc.emit(p, corev1.EventTypeNormal, EventConfirmationIgnored, "Move",
-				"%s named cluster %q, which was not holding a move back (it answers, or holds no reader of this pipeline): ignored and removed", urutauv1alpha1.AnnotationConfirmGone, m)
-		}
-	}
 	orig := p.DeepCopy()
-	delete(p.Annotations, urutauv1alpha1.AnnotationConfirmGone)
+	for _, a := range consumed {
+		delete(p.Annotations, a)
+	}
 	if err := pc.writes.patch(ctx, orig, p); err != nil {
-		return fmt.Errorf("removing the %s annotation once acted on: %w", urutauv1alpha1.AnnotationConfirmGone, err)
+		return fmt.Errorf("removing %s once read: %w", strings.Join(consumed, " and "), err)
 	}
 	return nil
 }
