@@ -2,8 +2,8 @@ package tenancy
 
 import (
 	"errors"
-	"strings"
 	"reflect"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"

@@ -342,33 +342,36 @@ func (x *executor) deleteAll(ctx context.Context) ([]PipelineRef, error) {
 
 // failover makes sure both hubs run, waits for one to lead, and kills that one.
 func (x *executor) failover(ctx context.Context) error {
+	l, err := x.bothUp(ctx)
+	if err != nil {
+		return err
+	}
+	return x.env.hubs.kill(ctx, l)
+}
+
+// bothUp starts both hubs and returns the one that leads.
+func (x *executor) bothUp(ctx context.Context) (int, error) {
 	h := x.env.hubs
 	for i := range 2 {
 		if err := h.start(ctx, i); err != nil {
-			return err
+			return -1, err
 		}
 	}
 	l := h.awaitLeader(ctx, 30*time.Second)
 	if l < 0 {
-		return errors.New("no hub took the lead within 30s")
+		return -1, errors.New("no hub took the lead within 30s")
 	}
-	return h.kill(ctx, l)
+	return l, nil
 }
 
 // freezeLeader freezes the leading hub for o.Millis, with both started so that the other replica
 // takes the lead meanwhile.
 func (x *executor) freezeLeader(ctx context.Context, o FreezeHub) error {
-	h := x.env.hubs
-	for i := range 2 {
-		if err := h.start(ctx, i); err != nil {
-			return err
-		}
+	l, err := x.bothUp(ctx)
+	if err != nil {
+		return err
 	}
-	l := h.awaitLeader(ctx, 30*time.Second)
-	if l < 0 {
-		return errors.New("no hub took the lead within 30s")
-	}
-	return h.freeze(ctx, l, ms(o.Millis))
+	return x.env.hubs.freeze(ctx, l, ms(o.Millis))
 }
 
 // killHubWhen polls tightly for the condition and kills the leader the moment it holds.
