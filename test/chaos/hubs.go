@@ -128,16 +128,22 @@ func (h *hubs) kill(ctx context.Context, i int) error {
 func (h *hubs) freeze(ctx context.Context, i int, d time.Duration) error {
 	const takeoverWait, exitWait = 60 * time.Second, 30 * time.Second
 	before := h.holder(ctx)
+	if before == "" {
+		return fmt.Errorf("hub-%d not frozen: the leader Lease could not be read", i)
+	}
 	p := h.cmds[i].Process
 	if err := p.Signal(syscall.SIGSTOP); err != nil {
 		return err
 	}
 	start := time.Now()
 	sleep(ctx, d)
-	for time.Since(start) < takeoverWait && ctx.Err() == nil && h.holder(ctx) == before {
+	// A Lease that cannot be read ("") is no takeover.
+	cur := h.holder(ctx)
+	for time.Since(start) < takeoverWait && ctx.Err() == nil && (cur == "" || cur == before) {
 		time.Sleep(200 * time.Millisecond)
+		cur = h.holder(ctx)
 	}
-	taken := h.holder(ctx) != before
+	taken := cur != "" && cur != before
 	// Never leave it stopped, whatever happened to ctx.
 	if err := p.Signal(syscall.SIGCONT); err != nil {
 		return err
