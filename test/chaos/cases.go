@@ -13,7 +13,8 @@ var (
 	memberC = Members[2]
 )
 
-// Cases are the named histories, in the order of the issues (#13, then #26: cases_hands.go).
+// Cases are the named histories, in the order of the issues (#13, then #26: cases_hands.go,
+// cases_failover.go, cases_slow.go).
 func Cases() []History {
 	return append([]History{
 		caseMoveBackToDraining(),
@@ -26,7 +27,7 @@ func Cases() []History {
 		caseTerminatingPodBlocksMove(),
 		caseTerminatingPodBlocksRename(),
 		caseFrozenLeaderMidMove(),
-	}, append(handCases(), failoverCases()...)...)
+	}, append(append(handCases(), failoverCases()...), slowCases()...)...)
 }
 
 func closing(ops ...Op) []Op {

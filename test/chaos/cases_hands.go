@@ -24,6 +24,7 @@ func handCases() []History {
 		caseRestoreOnLeftMember(),
 		caseSelectorLabelGainedLost(),
 		caseKubeconfigRemovedReadded(),
+		caseEntryRenamed(),
 		caseWideningOneDatabase(),
 		caseWideningOwnDatabases(),
 		caseRepointedWhileSideBySide(),
@@ -187,6 +188,29 @@ func caseKubeconfigRemovedReadded() History {
 		Register{Member: memberA},
 		running("p0", memberB, 90000),
 		reach(CondNoPods, "p0", memberA, 30000),
+	)}
+}
+
+// 14b. An inventory entry renamed as documented: A registered again under a second name, the
+// pipeline placed by that name, A's own entry removed. The reader in A follows the cluster and
+// goes on (one cluster, one set of objects, whatever its names); a move to B then empties A
+// through its new name before B starts. Removing the new name at the end (heal) leaves the
+// deleted pipeline's objects to the tombstone, which follows the cluster back to A's own name.
+func caseEntryRenamed() History {
+	return History{Name: "case-14b-inventory-entry-renamed", Ops: closing(
+		Create{Name: "p0", Identity: "s0", Placement: []string{memberA}},
+		running("p0", memberA, 60000),
+		Alias{Member: memberA, On: true},
+		Place{Name: "p0", Placement: []string{AliasOf(memberA)}},
+		Wait{Millis: 3000},
+		Deregister{Member: memberA},
+		Wait{Millis: 5000},
+		reach(CondOneReader, "p0", memberA, 30000),
+		Place{Name: "p0", Placement: []string{memberB}},
+		running("p0", memberB, 90000),
+		reach(CondNoPods, "p0", memberA, 30000),
+		Place{Name: "p0", Placement: []string{memberB, AliasOf(memberA)}},
+		mayRun("p0", memberA, 30000),
 	)}
 }
 

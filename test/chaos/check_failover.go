@@ -64,6 +64,14 @@ func (l loss) readerDeadline(b Bounds, threshold time.Duration) Stamp {
 	return max(l.deadline(b, threshold), l.In.from+failoverBound(b, threshold, true))
 }
 
+// memberOfPath is the member of a Reconnect or a SlowPath (which opens a cut path, slowly).
+func memberOfPath(o Op) string {
+	if s, ok := o.(SlowPath); ok {
+		return s.Member
+	}
+	return o.(Reconnect).Member
+}
+
 // The cuts a loss of a member is made of.
 const (
 	cutStopped     = "stopped"
@@ -108,8 +116,8 @@ func losses(ops []OpRecord) []loss {
 			begin(o, op.Member, cutPartitioned, op.Hang)
 		case StartMember:
 			end(op.Member, cutStopped, o.Start)
-		case Reconnect:
-			end(op.Member, cutPartitioned, o.Start)
+		case Reconnect, SlowPath:
+			end(memberOfPath(op), cutPartitioned, o.Start)
 		case Heal:
 			for _, m := range Members {
 				end(m, cutStopped, o.Start)
@@ -190,7 +198,8 @@ func memberAt(ms []failoverMember, t Stamp) string {
 
 // disturbed tells whether something other than the loss may keep the hub from failing f over
 // by d: a hub process killed, started or failed over (or none running), f terminated, no other
-// named candidate usable, or (with a candidate selector) a label changed.
+// named candidate usable, a candidate slow (its writes may time out), or (with a candidate
+// selector) a label changed.
 func (cc *checkContext) disturbed(f *pipelineFacts, l loss, d Stamp, ls []loss) bool {
 	win := span{l.In.from - 15*time.Second, d}
 	for _, t := range terminatedSpans(cc.rec.Ops, f.UID) {
@@ -216,6 +225,9 @@ func (cc *checkContext) disturbed(f *pipelineFacts, l loss, d Stamp, ls []loss) 
 		if !o.HubsBefore[0] && !o.HubsBefore[1] {
 			return true
 		}
+	}
+	if slowDuring(slowSpans(cc.rec.Ops), f.Failover.Candidates, win) {
+		return true
 	}
 	for _, c := range f.Failover.Candidates {
 		if c != l.Member && usable(cc.rec.Ops, ls, c, win) {

@@ -24,6 +24,13 @@ func TestLosses(t *testing.T) {
 			ops:  opRecords(StopMember{Member: a}, StartMember{Member: a}),
 			want: []loss{{Member: a, In: span{sec(1.1), sec(2)}, Op: 0}},
 		},
+		"partitioned, then slowed: the slow path opens it": {
+			ops:  opRecords(Partition{Member: a}, SlowPath{Member: a, Millis: 800}),
+			want: []loss{{Member: a, In: span{sec(1.1), sec(2)}, Op: 0}},
+		},
+		"slowed only: not lost": {
+			ops: opRecords(SlowPath{Member: a, Millis: 4000}, Reconnect{Member: a}),
+		},
 		"partitioned, never reconnected": {
 			ops:  opRecords(Partition{Member: a}),
 			want: []loss{{Member: a, In: span{sec(1.1), forever}, Op: 0}},

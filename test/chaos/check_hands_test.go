@@ -81,6 +81,18 @@ func TestResolvePlacements(t *testing.T) {
 			},
 			want: [][]string{{"member-a"}, {"member-b"}},
 		},
+		"an alias places on its member while it is registered, the member's own entry or not": {
+			build: func(b *rb) {
+				b.op(Create{Name: "p1"}, 0, 0.1, ref([]string{"member-a-alias"}, false, true)).
+					op(Alias{Member: "member-a", On: true}, 1, 1.1).
+					op(Deregister{Member: "member-a"}, 2, 2.1).
+					op(Place{Name: "p1"}, 3, 3.1, ref([]string{"member-a", "member-a-alias", "member-b"}, false, true)).
+					op(Alias{Member: "member-a"}, 4, 4.1).
+					op(Alias{Member: "member-a", On: true}, 5, 5.1).
+					op(Heal{}, 6, 6.1)
+			},
+			want: [][]string{{}, {"member-a"}, {"member-a", "member-b"}, {"member-b"}, {"member-a", "member-b"}},
+		},
 		"no change after the deletion": {
 			build: func(b *rb) {
 				b.op(Create{Name: "p1"}, 0, 0.1, ref([]string{}, true, true)).
@@ -372,5 +384,26 @@ func TestBlockedSpans(t *testing.T) {
 	want = []span{{sec(400), sec(561)}}
 	if got := blockedSpans(&b.rec, "member-b", f); !reflect.DeepEqual(got, want) {
 		t.Fatalf("blocked in member-b %v, want %v", got, want)
+	}
+}
+
+// Removing an alias leaves the pipelines it placed orphaned on its member, and only those: the
+// hub cannot act there for them until the alias is back.
+func TestBlockedWhileAliasGone(t *testing.T) {
+	b := newRB().
+		op(Create{Name: "p1"}, 0, 0.1, PipelineRef{Name: "p1", UID: "u1", Placement: []string{"member-a-alias"}}).
+		op(Create{Name: "p2"}, 0.2, 0.3, PipelineRef{Name: "p2", UID: "u2", Placement: []string{"member-a"}}).
+		op(Alias{Member: "member-a", On: true}, 1, 1.1).
+		op(Alias{Member: "member-a"}, 10, 10.1).
+		op(Alias{Member: "member-a", On: true}, 20, 20.1)
+	pipes := pipelines(&b.rec, nil)
+	if got, want := blockedSpans(&b.rec, "member-a", pipes["u1"]), []span{{sec(10), sec(80.1)}}; !reflect.DeepEqual(got, want) {
+		t.Errorf("p1 (placed by the alias) blocked %v, want %v", got, want)
+	}
+	if got := blockedSpans(&b.rec, "member-a", pipes["u2"]); len(got) != 0 {
+		t.Errorf("p2 (placed by the member's own name) blocked %v, want never", got)
+	}
+	if got := blockedSpans(&b.rec, "member-b", pipes["u1"]); len(got) != 0 {
+		t.Errorf("p1 in member-b blocked %v, want never", got)
 	}
 }

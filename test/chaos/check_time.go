@@ -21,10 +21,12 @@ type terminalWindow struct {
 // at the latest one --member-timeout after the termination was written: a reconcile that read
 // the pipeline just before the termination may finish its member writes within that bound, and
 // none after. The window closes when the op that clears it starts: a Clear, a spec change, or
-// the pipeline's deletion (deletion precedence).
+// the pipeline's deletion (deletion precedence). A member that commits writes late (a slow path
+// or admission webhook) pushes the start back by how late (lateTerminal).
 func terminalWindows(cc *checkContext) []terminalWindow {
 	var out []terminalWindow
 	ops := cc.rec.Ops
+	slow := slowSpans(ops)
 	for i := range ops {
 		o := &ops[i]
 		if _, ok := o.Op.(Terminate); !ok || o.Err != "" || len(o.Pipelines) == 0 {
@@ -45,6 +47,7 @@ func terminalWindows(cc *checkContext) []terminalWindow {
 				w.Why = fmt.Sprintf("a hub frozen at %s, let go on at %s, + --member-timeout %s", stampString(ops[j].Start), stampString(ops[j].End), cc.rec.Bounds.MemberTimeout)
 			}
 		}
+		lateTerminal(&w, o, slow, cc.rec.Bounds)
 		for j := i + 1; j < len(ops); j++ {
 			if lifts(&ops[j], ref.UID) {
 				w.In.to = ops[j].Start

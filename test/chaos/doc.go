@@ -1,12 +1,15 @@
 // Package chaos is the randomized history checker of the fleet (`make test-chaos`), modelled on
 // etcd's robustness suite: a seeded generator writes a history (a list of plain-data operations:
-// placement moves and flaps, deletes, renames, racing duplicate creates (a MySQL serverId spelled
+// placement moves and flaps, deletes, renames (within and across the history's two namespaces),
+// racing duplicate creates (a MySQL serverId spelled
 // plainly or with leading zeros, Postgres slots), terminations, member API servers and kubelets
 // stopped, hubs killed or frozen past their leader Lease, foreign finalizers; people's hands on
 // members: hand scales, pods made by hand, StatefulSets deleted or edited, exports restored where
 // the pipeline left; the inventory: selector labels gained and lost, kubeconfig Secrets removed and added;
 // source Secrets pointed at one database or several; fenced and failover placements, and members
-// cut off from the hub only, refused or hanging, or flapping around a failover threshold), an
+// cut off from the hub only, refused or hanging, or flapping around a failover threshold; members
+// slow: a path to the hub that answers late, an admission webhook that holds the hub's writes,
+// either past --member-timeout so that writes the hub gave up on land late), an
 // executor plays it against a local fleet (internal/localfleet: a hub and three kwok members, two
 // hub processes with leader election; the hub reaches members through proxies), a recorder watches and polls every cluster meanwhile (coordinator pods, the objects
 // the hub writes into members, pipelines, tombstones and reader leases on the hub), and a checker

@@ -39,12 +39,15 @@ type env struct {
 	entries map[string]*corev1.Secret
 	// proxies carry the hub's connections to each member (proxy.go).
 	proxies map[string]*proxy
+	// holder serves the slow admission webhook (slow.go), once a history asked for one.
+	holder *holder
 }
 
 // executor plays one history in namespace ns of the fleet and records every op.
 type executor struct {
 	env *env
-	ns  string
+	// nss are the history's namespaces (historyNamespaces).
+	nss []string
 	// n numbers the history (serverIds).
 	n   int
 	rec *recorder
@@ -134,6 +137,12 @@ func (x *executor) doFleet(ctx context.Context, o Op) error {
 		return e.partition(o.Member, o.Hang, false)
 	case Reconnect:
 		return e.partition(o.Member, false, true)
+	case SlowPath:
+		return e.proxies[o.Member].setSlow(ms(o.Millis))
+	case SlowAdmission:
+		return x.slowAdmission(ctx, o)
+	case DropAdmission:
+		return dropWebhook(ctx, e.members[o.Member])
 	case PauseKubelet:
 		return localfleet.PauseKubelet(e.opts, o.Member)
 	case ResumeKubelet:
@@ -195,8 +204,11 @@ func refOf(p *urutauv1alpha1.CDCPipeline) *PipelineRef {
 }
 
 func (x *executor) key(name string) client.ObjectKey {
-	return client.ObjectKey{Namespace: x.ns, Name: name}
+	return client.ObjectKey{Namespace: x.ns(name), Name: name}
 }
+
+// ns is the namespace of pipeline name (and of its objects in members).
+func (x *executor) ns(name string) string { return namespaceOf(x.nss, name) }
 
 func (x *executor) get(ctx context.Context, name string) (*urutauv1alpha1.CDCPipeline, error) {
 	p := &urutauv1alpha1.CDCPipeline{}
@@ -208,7 +220,7 @@ func (x *executor) get(ctx context.Context, name string) (*urutauv1alpha1.CDCPip
 func (x *executor) create(ctx context.Context, o Create) (*PipelineRef, error) {
 	name := o.Name
 	kind, identity := sourceOf(x.n, o.Identity, o.Padded)
-	p := newPipeline(x.ns, name, kind, identity, o.Placement, o.Selector, o.Bypass)
+	p := newPipeline(x.ns(name), name, kind, identity, o.Placement, o.Selector, o.Bypass)
 	withFence(p, o)
 	start := time.Now()
 	err := x.env.hub.Create(ctx, p)
@@ -324,8 +336,12 @@ func (x *executor) terminate(ctx context.Context, name string, on bool) (*Pipeli
 
 func (x *executor) deleteAll(ctx context.Context) ([]PipelineRef, error) {
 	list := &urutauv1alpha1.CDCPipelineList{}
-	if err := x.env.hub.List(ctx, list, client.InNamespace(x.ns)); err != nil {
-		return nil, err
+	for _, ns := range x.nss {
+		l := &urutauv1alpha1.CDCPipelineList{}
+		if err := x.env.hub.List(ctx, l, client.InNamespace(ns)); err != nil {
+			return nil, err
+		}
+		list.Items = append(list.Items, l.Items...)
 	}
 	var out []PipelineRef
 	var errs []error
@@ -398,7 +414,7 @@ func (x *executor) hammer(ctx context.Context, o Hammer) {
 		x.hammers.Go(func() {
 			hctx, cancel := context.WithTimeout(ctx, ms(o.Millis))
 			defer cancel()
-			p := &urutauv1alpha1.CDCPipeline{ObjectMeta: metav1.ObjectMeta{Namespace: x.ns, Name: o.Name}}
+			p := &urutauv1alpha1.CDCPipeline{ObjectMeta: metav1.ObjectMeta{Namespace: x.ns(o.Name), Name: o.Name}}
 			for i := 0; hctx.Err() == nil; i++ {
 				patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:"%d-%d"}}}`, hammerAnnotation, w, i)
 				if err := x.env.hub.Patch(hctx, p, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
@@ -414,6 +430,8 @@ func (x *executor) heal(ctx context.Context) error {
 	e := x.env
 	errs := append(e.membersUp(ctx), e.inventoryBack(ctx, false)...)
 	errs = append(errs, e.pathsOpen()...)
+	errs = append(errs, e.webhooksGone(ctx)...)
+	errs = append(errs, e.aliasesGone(ctx)...)
 	if err := x.release(ctx, "", 40); err != nil {
 		errs = append(errs, err)
 	}
@@ -451,7 +469,7 @@ func (x *executor) memberObject(ctx context.Context, member, name, kind string) 
 	if !ok {
 		return nil, fmt.Errorf("hold: unknown object kind %q", kind)
 	}
-	list, err := x.env.dyn[member].Resource(gvr).Namespace(x.ns).List(ctx, listOpts(urutauv1alpha1.LabelHubPipelineUID+"="+string(p.UID)))
+	list, err := x.env.dyn[member].Resource(gvr).Namespace(p.Namespace).List(ctx, listOpts(urutauv1alpha1.LabelHubPipelineUID+"="+string(p.UID)))
 	if err != nil {
 		return nil, err
 	}
@@ -473,7 +491,7 @@ func (x *executor) hold(ctx context.Context, o Hold) error {
 	}
 	u.SetFinalizers(append(u.GetFinalizers(), holdFinalizer))
 	gvr := memberObjectKinds[o.Object+"s"]
-	_, err = x.env.dyn[o.Member].Resource(gvr).Namespace(x.ns).Update(ctx, u, updateOpts())
+	_, err = x.env.dyn[o.Member].Resource(gvr).Namespace(u.GetNamespace()).Update(ctx, u, updateOpts())
 	return err
 }
 
@@ -487,18 +505,20 @@ func (x *executor) release(ctx context.Context, member string, attempts int) err
 	}
 	var errs []error
 	for _, m := range ms {
-		for _, kind := range sortedKinds() {
-			if err := x.releaseKind(ctx, m, kind, attempts); err != nil {
-				errs = append(errs, fmt.Errorf("%s in %s: %w", kind, m, err))
-				break
+		for _, ns := range x.nss {
+			for _, kind := range sortedKinds() {
+				if err := x.releaseKind(ctx, m, ns, kind, attempts); err != nil {
+					errs = append(errs, fmt.Errorf("%s in %s/%s: %w", kind, m, ns, err))
+					break
+				}
 			}
 		}
 	}
 	return errors.Join(errs...)
 }
 
-func (x *executor) releaseKind(ctx context.Context, member, kind string, attempts int) error {
-	res := x.env.dyn[member].Resource(memberObjectKinds[kind]).Namespace(x.ns)
+func (x *executor) releaseKind(ctx context.Context, member, ns, kind string, attempts int) error {
+	res := x.env.dyn[member].Resource(memberObjectKinds[kind]).Namespace(ns)
 	var last error
 	for attempt := 0; attempt < attempts; attempt++ {
 		list, err := res.List(ctx, listOpts(urutauv1alpha1.LabelHubPipelineUID))
@@ -589,7 +609,7 @@ func (x *executor) clean(ctx context.Context, name, member string) (bool, error)
 		return false, err
 	}
 	for _, kind := range sortedKinds() {
-		list, err := x.env.dyn[member].Resource(memberObjectKinds[kind]).Namespace(x.ns).List(ctx, listOpts(urutauv1alpha1.LabelHubPipelineUID+"="+string(p.UID)))
+		list, err := x.env.dyn[member].Resource(memberObjectKinds[kind]).Namespace(p.Namespace).List(ctx, listOpts(urutauv1alpha1.LabelHubPipelineUID+"="+string(p.UID)))
 		if err != nil || len(list.Items) > 0 {
 			return false, err
 		}
@@ -607,7 +627,7 @@ func (x *executor) pods(ctx context.Context, name, member string) (int, int, err
 	n, running := 0, 0
 	for _, m := range ms {
 		list := &corev1.PodList{}
-		if err := x.env.members[m].List(ctx, list, client.InNamespace(x.ns),
+		if err := x.env.members[m].List(ctx, list, client.InNamespace(x.ns(name)),
 			client.MatchingLabels{urutauv1alpha1.LabelApp: "urutau-coordinator", urutauv1alpha1.LabelPipeline: name}); err != nil {
 			return 0, 0, err
 		}
@@ -639,7 +659,7 @@ func (x *executor) tombstones(ctx context.Context, name, member string) (int, er
 	n := 0
 	for _, l := range list.Items {
 		for _, e := range l.Spec.Members {
-			if e.PipelineNamespace == x.ns && e.PipelineName == name && (member == "" || e.Cluster == member) &&
+			if e.PipelineNamespace == x.ns(name) && e.PipelineName == name && (member == "" || e.Cluster == member) &&
 				(live == nil || e.PipelineUID != live.UID || e.State == urutauv1alpha1.LeaseMemberGone) {
 				n++
 			}

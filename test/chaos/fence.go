@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"cmp"
 	"io"
 	"slices"
 	"sort"
@@ -89,12 +90,12 @@ func simulateFence(cfg fence.Config, from, horizon Stamp, writes []fenceWrite) [
 }
 
 // fenceWrites are the versions of the Lease fence cl reads in cluster (every recorded Lease is
-// in the recording's namespace), as it reads them, with each commit dated by clock c: at the
+// in one of the recording's namespaces), as it reads them, with each commit dated by clock c: at the
 // earliest moment it may have been committed (early) or the latest.
 func fenceWrites(rec *Recording, c *clock, cluster string, cl fence.CommandLine, early bool) []fenceWrite {
 	var out []fenceWrite
 	for _, e := range rec.Events {
-		if e.Kind != kindFences || e.Cluster != cluster || e.Obj.Name != cl.Name {
+		if e.Kind != kindFences || e.Cluster != cluster || e.Obj.Name != cl.Name || (e.Obj.Namespace != "" && e.Obj.Namespace != cl.Namespace) {
 			continue
 		}
 		w := fenceWrite{At: c.before(e.RVHi)}
@@ -128,7 +129,7 @@ func fenceCut(rec *Recording, clocks map[string]*clock, pipes map[string]*pipeli
 func fencedReader(rec *Recording, c *clock, pipes map[string]*pipelineFacts, p *podLife) []*podLife {
 	if p.Command == nil {
 		// Recorded before pods' command lines were: the suite's settings on the hub's Lease.
-		cl := fence.CommandLine{Namespace: rec.Namespace, Name: coordinator.FenceLeaseName(p.PipelineName), Holder: p.Pipeline,
+		cl := fence.CommandLine{Namespace: cmp.Or(p.Namespace, rec.Namespace), Name: coordinator.FenceLeaseName(p.PipelineName), Holder: p.Pipeline,
 			Config: fence.Config{TTL: rec.Bounds.FenceTTL, Grace: rec.Bounds.FenceGrace}}
 		if f := pipes[p.Pipeline]; f != nil {
 			cl.Name = coordinator.FenceLeaseName(f.Name)
@@ -142,7 +143,7 @@ func fencedReader(rec *Recording, c *clock, pipes map[string]*pipelineFacts, p *
 	switch {
 	case err != nil:
 		return nil // the fence refuses its command line and exits: no reader ever runs
-	case cl.Namespace != rec.Namespace || cl.Kubeconfig != "":
+	case !slices.Contains(rec.namespaces(), cl.Namespace) || cl.Kubeconfig != "":
 		return []*podLife{p} // it reads a Lease the recorder does not see: nothing cuts the reader
 	}
 	return cutByFence(rec, c, p, cl)

@@ -210,6 +210,9 @@ func (f *Fleet) Stop(ctx context.Context) error {
 		for _, p := range f.env.proxies {
 			p.close()
 		}
+		if f.env.holder != nil {
+			f.env.holder.close()
+		}
 	}
 	return localfleet.Teardown(ctx, f.fo)
 }
@@ -225,6 +228,8 @@ func (f *Fleet) reset(ctx context.Context) error {
 	e := f.env
 	errs := append(e.membersUp(ctx), e.inventoryBack(ctx, true)...)
 	errs = append(errs, e.pathsOpen()...)
+	errs = append(errs, e.webhooksGone(ctx)...)
+	errs = append(errs, e.aliasesGone(ctx)...)
 	if err := e.hubs.kill(ctx, 1); err != nil {
 		errs = append(errs, err)
 	}

@@ -18,7 +18,7 @@ func Generate(seed uint64, n int) History {
 		down:  map[string]bool{}, paused: map[string]bool{},
 		hubs: [2]bool{true, false},
 		gone: map[string]bool{}, labelled: map[string]bool{}, shared: map[string]bool{}, exports: map[string]int{},
-		cut: map[string]bool{},
+		cut: map[string]bool{}, slowAdmission: map[string]bool{}, aliased: map[string]bool{},
 	}
 	for len(g.ops) < 4*n && g.count < n {
 		g.step()
@@ -65,8 +65,12 @@ type generator struct {
 	lives int
 	// handReaders: the history made a reader by hand, which the hub has StopBound to stop.
 	handReaders bool
-	// cut are the members partitioned from the hub.
+	// cut are the members partitioned from the hub, or whose path to it is slow.
 	cut map[string]bool
+	// slowAdmission are the members with a slow admission webhook.
+	slowAdmission map[string]bool
+	// aliased are the members registered a second time, under AliasOf.
+	aliased map[string]bool
 }
 
 func (g *generator) emit(o Op) {
@@ -116,6 +120,7 @@ func (g *generator) step() {
 	add(2, len(existing) > 0, g.hammer)
 	g.handChoices(add)
 	g.failoverChoices(add)
+	g.slowChoices(add)
 	total := 0
 	for _, c := range cs {
 		total += c.weight
@@ -224,16 +229,37 @@ func (g *generator) identity() string {
 	return g.pick(Identities)
 }
 
-// somePlacement is one member mostly, two sometimes.
+// somePlacement is one member mostly, two sometimes, some named by an alias.
 func (g *generator) somePlacement() []string {
 	first := g.pick(Members)
 	if g.r.IntN(100) < 20 {
 		second := g.pick(Members)
 		if second != first {
-			return sortedCopy([]string{first, second})
+			return g.viaAliases(sortedCopy([]string{first, second}))
 		}
 	}
-	return []string{first}
+	return g.viaAliases([]string{first})
+}
+
+// viaAliases names some members of placement by their alias, where they have one: a third of
+// them instead of the member's own name, a tenth beside it (one cluster named twice).
+func (g *generator) viaAliases(placement []string) []string {
+	var out []string
+	for _, m := range placement {
+		if !g.aliased[m] {
+			out = append(out, m)
+			continue
+		}
+		switch k := g.r.IntN(100); {
+		case k < 33:
+			out = append(out, AliasOf(m))
+		case k < 43:
+			out = append(out, m, AliasOf(m))
+		default:
+			out = append(out, m)
+		}
+	}
+	return sortedCopy(out)
 }
 
 func (g *generator) create() {
@@ -304,6 +330,9 @@ func (g *generator) place() {
 	name := g.pick(g.placeable())
 	p := g.pipes[name]
 	next := g.nextPlacement(p)
+	if !slices.Equal(next, p.previous) {
+		next = g.viaAliases(next)
+	}
 	o := Place{Name: name, Placement: next, Selector: g.r.IntN(100) < 15}
 	for _, m := range p.placement {
 		if !slices.Contains(next, m) && g.down[m] && g.r.IntN(100) < 50 {

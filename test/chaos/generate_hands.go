@@ -18,6 +18,7 @@ func (g *generator) handChoices(add func(w int, ok bool, do func())) {
 	add(2, len(g.gone) == 0, g.deregister)
 	add(8, len(g.gone) > 0, g.register)
 	add(3, true, g.repoint)
+	add(2, true, g.alias)
 }
 
 // placed is where the model believes p runs: its members and, with the selector, the labelled
@@ -152,6 +153,13 @@ func (g *generator) register() {
 			return
 		}
 	}
+}
+
+// alias registers a member a second time, or removes its alias.
+func (g *generator) alias() {
+	m := g.pick(Members)
+	g.emit(Alias{Member: m, On: !g.aliased[m]})
+	g.aliased[m] = !g.aliased[m]
 }
 
 // repoint points a member at the shared database, or back at its own.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 
@@ -50,6 +51,8 @@ func (x *executor) doHand(ctx context.Context, o Op) (bool, error) {
 		return true, x.env.register(ctx, o.Member)
 	case Repoint:
 		return true, x.repoint(ctx, o)
+	case Alias:
+		return true, x.env.alias(ctx, o.Member, o.On)
 	}
 	return false, nil
 }
@@ -68,7 +71,7 @@ func (x *executor) scale(ctx context.Context, o Scale) error {
 	}
 	x.touched = append(x.touched, string(sts.GetUID()))
 	patch := fmt.Sprintf(`{"spec":{"replicas":%d}}`, o.Replicas)
-	_, err = x.env.dyn[o.Member].Resource(memberObjectKinds["statefulsets"]).Namespace(x.ns).
+	_, err = x.env.dyn[o.Member].Resource(memberObjectKinds["statefulsets"]).Namespace(sts.GetNamespace()).
 		Patch(ctx, sts.GetName(), types.MergePatchType, []byte(patch), metav1.PatchOptions{FieldManager: "kubectl-scale"}, "scale")
 	return err
 }
@@ -81,7 +84,7 @@ func (x *executor) handPod(ctx context.Context, o HandPod) error {
 		return fmt.Errorf("copying the labels of %s: %w", o.Name, err)
 	}
 	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: x.ns, GenerateName: coordinator.CoordinatorName(o.Name) + "-by-hand-",
+		ObjectMeta: metav1.ObjectMeta{Namespace: x.ns(o.Name), GenerateName: coordinator.CoordinatorName(o.Name) + "-by-hand-",
 			Labels: coordinator.SelectorLabels(o.Name)},
 		Spec: corev1.PodSpec{
 			Containers:                    []corev1.Container{{Name: "coordinator", Image: image}},
@@ -108,7 +111,7 @@ func (x *executor) deleteSTS(ctx context.Context, o DeleteSTS) error {
 		policy = metav1.DeletePropagationOrphan
 	}
 	uid := sts.GetUID()
-	return x.env.dyn[o.Member].Resource(memberObjectKinds["statefulsets"]).Namespace(x.ns).Delete(ctx, sts.GetName(),
+	return x.env.dyn[o.Member].Resource(memberObjectKinds["statefulsets"]).Namespace(sts.GetNamespace()).Delete(ctx, sts.GetName(),
 		metav1.DeleteOptions{PropagationPolicy: &policy, Preconditions: &metav1.Preconditions{UID: &uid}})
 }
 
@@ -129,7 +132,7 @@ func (x *executor) editSTS(ctx context.Context, o EditSTS) error {
 	default:
 		return fmt.Errorf("edit-sts: unknown edit %q (want %q or %q)", o.Edit, EditTemplate, EditUnlabel)
 	}
-	_, err = x.env.dyn[o.Member].Resource(memberObjectKinds["statefulsets"]).Namespace(x.ns).
+	_, err = x.env.dyn[o.Member].Resource(memberObjectKinds["statefulsets"]).Namespace(sts.GetNamespace()).
 		Patch(ctx, sts.GetName(), types.MergePatchType, []byte(patch), metav1.PatchOptions{FieldManager: handFieldManager})
 	return err
 }
@@ -145,7 +148,7 @@ func (x *executor) export(ctx context.Context, o Export) error {
 	}
 	var saved []unstructured.Unstructured
 	for _, kind := range sortedKinds() {
-		list, err := x.env.dyn[o.Member].Resource(memberObjectKinds[kind]).Namespace(x.ns).List(ctx, listOpts(urutauv1alpha1.LabelHubPipelineUID+"="+string(p.UID)))
+		list, err := x.env.dyn[o.Member].Resource(memberObjectKinds[kind]).Namespace(p.Namespace).List(ctx, listOpts(urutauv1alpha1.LabelHubPipelineUID+"="+string(p.UID)))
 		if err != nil {
 			return err
 		}
@@ -199,7 +202,7 @@ func (x *executor) restore(ctx context.Context, o Restore) error {
 	var errs []error
 	for i := range set.objects {
 		u := set.objects[i].DeepCopy()
-		res := x.env.dyn[o.Member].Resource(memberObjectKinds[resourceOf(u.GetKind())]).Namespace(x.ns)
+		res := x.env.dyn[o.Member].Resource(memberObjectKinds[resourceOf(u.GetKind())]).Namespace(u.GetNamespace())
 		made, err := res.Create(ctx, u, metav1.CreateOptions{FieldManager: handFieldManager})
 		switch {
 		case apierrors.IsAlreadyExists(err):
@@ -215,15 +218,21 @@ func (x *executor) restore(ctx context.Context, o Restore) error {
 // resourceOf is the memberObjectKinds key of a kind the hub writes.
 func resourceOf(kind string) string { return strings.ToLower(kind) + "s" }
 
-// repoint points the member's source Secret of the history at a database.
+// repoint points the member's source Secrets of the history (one per namespace) at a database:
+// the database a member reads does not depend on the namespace.
 func (x *executor) repoint(ctx context.Context, o Repoint) error {
-	s := &corev1.Secret{}
 	c := x.env.members[o.Member]
-	if err := c.Get(ctx, client.ObjectKey{Namespace: x.ns, Name: sourceSecret}, s); err != nil {
-		return err
+	for _, ns := range x.nss {
+		s := &corev1.Secret{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: sourceSecret}, s); err != nil {
+			return err
+		}
+		s.Data = map[string][]byte{"uri": []byte(sourceURI(o.Member, o.DB))}
+		if err := c.Update(ctx, s, client.FieldOwner(handFieldManager)); err != nil {
+			return err
+		}
 	}
-	s.Data = map[string][]byte{"uri": []byte(sourceURI(o.Member, o.DB))}
-	return c.Update(ctx, s, client.FieldOwner(handFieldManager))
+	return nil
 }
 
 // inventorySecret is the key of member's kubeconfig Secret on the hub.
@@ -262,6 +271,35 @@ func (e *env) register(ctx context.Context, member string) error {
 	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: kept.Namespace, Name: kept.Name, Labels: kept.Labels,
 		Annotations: kept.Annotations}, Data: kept.Data, Type: kept.Type}
 	return e.hub.Create(ctx, s, client.FieldOwner(handFieldManager))
+}
+
+// alias registers member's cluster under AliasOf(member) too (on): its kubeconfig Secret as the
+// fleet made it, under the second name, without the selector label; or removes that entry.
+func (e *env) alias(ctx context.Context, member string, on bool) error {
+	key := inventorySecret(AliasOf(member))
+	if !on {
+		return e.hub.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}})
+	}
+	kept := e.entries[member]
+	if kept == nil {
+		return fmt.Errorf("no kubeconfig Secret of %s kept", member)
+	}
+	labels := maps.Clone(kept.Labels)
+	delete(labels, selectorKey)
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name, Labels: labels,
+		Annotations: kept.Annotations}, Data: kept.Data, Type: kept.Type}
+	return e.hub.Create(ctx, s, client.FieldOwner(handFieldManager))
+}
+
+// aliasesGone removes every alias entry (Heal, and before each history).
+func (e *env) aliasesGone(ctx context.Context) []error {
+	var errs []error
+	for _, m := range Members {
+		if err := e.alias(ctx, m, false); err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("removing %s: %w", AliasOf(m), err))
+		}
+	}
+	return errs
 }
 
 // inventoryBack registers every member that is not, and removes the selector label from every

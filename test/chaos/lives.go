@@ -11,7 +11,7 @@ import (
 // clock) when it surely existed and when it may have existed. A pod is a reader in every phase,
 // Pending and Terminating included.
 type podLife struct {
-	Cluster, Name, UID string
+	Cluster, Namespace, Name, UID string
 	// Owner is its StatefulSet; Pipeline the hub pipeline UID that StatefulSet carries.
 	Owner, Pipeline string
 	// Revisions: created in [cLo, cHi], deleted in [dLo, dHi] (dHi = maxRV: not seen deleted).
@@ -101,7 +101,7 @@ func podLives(rec *Recording, clocks map[string]*clock, owners map[string][]labe
 			continue
 		}
 		p := get(e.Cluster, e.Obj.UID)
-		p.Name = e.Obj.Name
+		p.Name, p.Namespace = e.Obj.Name, e.Obj.Namespace
 		if e.Obj.Owner != "" {
 			p.Owner = e.Obj.Owner
 		}
@@ -296,7 +296,7 @@ func pipelines(rec *Recording, hub *clock) map[string]*pipelineFacts {
 				f.Identity = e.Obj.Pipeline.Identity
 			}
 			if e.Type != Deleted {
-				f.Seen = append(f.Seen, placementChange{Op: -1, At: span{hub.after(e.RVLo), e.Recv}, Members: sortedCopy(e.Obj.Pipeline.Placement)})
+				f.Seen = append(f.Seen, placementChange{Op: -1, At: span{hub.after(e.RVLo), e.Recv}, Members: clustersOf(e.Obj.Pipeline.Placement)})
 			}
 		}
 	}

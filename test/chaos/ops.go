@@ -113,6 +113,27 @@ type Reconnect struct {
 	Member string `json:"member"`
 }
 
+// SlowPath slows the path between the hub and Member: every chunk either way is forwarded Millis
+// late (a member that answers slowly). A round trip longer than --member-timeout makes the hub
+// give up on requests that the member still receives and commits: late writes. Reconnect ends it.
+type SlowPath struct {
+	Member string `json:"member"`
+	Millis int    `json:"millis"`
+}
+
+// SlowAdmission registers on Member a validating admission webhook that holds each create and
+// update of a StatefulSet by the hub Millis before it allows it (a slow policy engine on the
+// member). DropAdmission (or Heal) removes it.
+type SlowAdmission struct {
+	Member string `json:"member"`
+	Millis int    `json:"millis"`
+}
+
+// DropAdmission removes SlowAdmission's webhook from Member.
+type DropAdmission struct {
+	Member string `json:"member"`
+}
+
 // StartMember starts the member's kube-apiserver again.
 type StartMember struct {
 	Member string `json:"member"`
@@ -247,6 +268,28 @@ type Register struct {
 	Member string `json:"member"`
 }
 
+// Alias registers Member's cluster a second time, under AliasOf(Member) (On), or removes that
+// entry: one cluster under two names, and with Deregister of Member the documented rename (the
+// new entry first, the old one removed after). Heal removes every alias.
+type Alias struct {
+	Member string `json:"member"`
+	On     bool   `json:"on,omitempty"`
+}
+
+// AliasOf is the second name Alias registers member's cluster under.
+func AliasOf(member string) string { return member + "-alias" }
+
+// clusterOf is the member (cluster) an inventory name stands for: itself, or the member an alias
+// names again.
+func clusterOf(name string) string {
+	for _, m := range Members {
+		if name == AliasOf(m) {
+			return m
+		}
+	}
+	return name
+}
+
 // SharedDB is the database Repoint names when members are to read one database.
 const SharedDB = "shared"
 
@@ -310,8 +353,8 @@ type KillHubWhen struct {
 }
 
 // Heal brings the fleet back: every member API server up, every kubelet running, every member
-// in the inventory (with the labels it had), every foreign finalizer released, hammers stopped,
-// hub 0 running.
+// in the inventory (with the labels it had) and under its own name only (no Alias), every path to
+// the hub open and fast, no slow admission webhook, every foreign finalizer released, hammers stopped, hub 0 running.
 type Heal struct{}
 
 // DeleteAll deletes every pipeline of the history.
@@ -327,6 +370,9 @@ func (StopMember) Kind() string    { return "stop-member" }
 func (StartMember) Kind() string   { return "start-member" }
 func (Partition) Kind() string     { return "partition" }
 func (Reconnect) Kind() string     { return "reconnect" }
+func (SlowPath) Kind() string      { return "slow-path" }
+func (SlowAdmission) Kind() string { return "slow-admission" }
+func (DropAdmission) Kind() string { return "drop-admission" }
 func (PauseKubelet) Kind() string  { return "pause-kubelet" }
 func (ResumeKubelet) Kind() string { return "resume-kubelet" }
 func (KillHub) Kind() string       { return "kill-hub" }
@@ -346,6 +392,7 @@ func (Label) Kind() string         { return "label" }
 func (Deregister) Kind() string    { return "deregister" }
 func (Register) Kind() string      { return "register" }
 func (Repoint) Kind() string       { return "repoint" }
+func (Alias) Kind() string         { return "alias" }
 func (Wait) Kind() string          { return "wait" }
 func (Await) Kind() string         { return "await" }
 func (KillHubWhen) Kind() string   { return "kill-hub-when" }
@@ -404,6 +451,14 @@ func (o Clear) String() string       { return "clear termination of " + o.Name }
 func (o StopMember) String() string  { return "stop API server of " + o.Member }
 func (o StartMember) String() string { return "start API server of " + o.Member }
 func (o Reconnect) String() string   { return "reconnect the hub to " + o.Member }
+
+func (o SlowPath) String() string {
+	return fmt.Sprintf("slow the path between the hub and %s: each chunk %dms late", o.Member, o.Millis)
+}
+func (o SlowAdmission) String() string {
+	return fmt.Sprintf("an admission webhook in %s holds the hub's StatefulSet writes %dms", o.Member, o.Millis)
+}
+func (o DropAdmission) String() string { return "remove the slow admission webhook of " + o.Member }
 
 func (o Partition) String() string {
 	if o.Hang {
@@ -469,6 +524,12 @@ func (o Label) String() string {
 }
 func (o Deregister) String() string { return "remove the kubeconfig Secret of " + o.Member }
 func (o Register) String() string   { return "add the kubeconfig Secret of " + o.Member + " again" }
+func (o Alias) String() string {
+	if o.On {
+		return "register " + o.Member + " a second time, as " + AliasOf(o.Member)
+	}
+	return "remove the kubeconfig Secret " + AliasOf(o.Member)
+}
 func (o Repoint) String() string {
 	db := o.DB
 	if db == "" {
@@ -490,7 +551,7 @@ func (o KillHubWhen) String() string {
 }
 
 func (Heal) String() string {
-	return "heal: members up and registered, kubelets running, finalizers released, hub-0 up"
+	return "heal: members up and registered, paths open, kubelets running, finalizers released, hub-0 up"
 }
 func (DeleteAll) String() string { return "delete every pipeline" }
 
@@ -509,8 +570,8 @@ func newOp(kind string) (Op, error) {
 		&Create{}, &CreateRace{}, &Place{}, &Delete{}, &Terminate{}, &Clear{}, &StopMember{}, &StartMember{},
 		&PauseKubelet{}, &ResumeKubelet{}, &KillHub{}, &StartHub{}, &Failover{}, &FreezeHub{}, &Hold{}, &Release{},
 		&Hammer{}, &Wait{}, &Await{}, &KillHubWhen{}, &Heal{}, &DeleteAll{},
-		&Partition{}, &Reconnect{},
-		&Scale{}, &HandPod{}, &DeleteSTS{}, &EditSTS{}, &Export{}, &Restore{}, &Label{}, &Deregister{}, &Register{}, &Repoint{},
+		&Partition{}, &Reconnect{}, &SlowPath{}, &SlowAdmission{}, &DropAdmission{},
+		&Scale{}, &HandPod{}, &DeleteSTS{}, &EditSTS{}, &Export{}, &Restore{}, &Label{}, &Deregister{}, &Register{}, &Repoint{}, &Alias{},
 	} {
 		if o.Kind() == kind {
 			return o, nil
@@ -676,9 +737,17 @@ func derefHands(o Op) Op {
 		return *v
 	case *Repoint:
 		return *v
+	case *Alias:
+		return *v
 	case *Partition:
 		return *v
 	case *Reconnect:
+		return *v
+	case *SlowPath:
+		return *v
+	case *SlowAdmission:
+		return *v
+	case *DropAdmission:
 		return *v
 	}
 	return o
@@ -731,8 +800,8 @@ func (h History) Faults() int {
 
 func isFault(o Op) bool {
 	switch o.(type) {
-	case StopMember, PauseKubelet, KillHub, Failover, FreezeHub, Hold, Hammer, KillHubWhen, Partition,
-		Scale, HandPod, DeleteSTS, EditSTS, Restore, Label, Deregister, Repoint:
+	case StopMember, PauseKubelet, KillHub, Failover, FreezeHub, Hold, Hammer, KillHubWhen, Partition, SlowPath, SlowAdmission,
+		Scale, HandPod, DeleteSTS, EditSTS, Restore, Label, Deregister, Repoint, Alias:
 		return true
 	}
 	return false

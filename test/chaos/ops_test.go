@@ -37,6 +37,9 @@ func everyOp() []Op {
 		Create{Name: "p3", Identity: "s1", Failover: &FailoverSpec{Candidates: []string{"member-b", "member-a"}, CandidateSelector: true, ThresholdMillis: 12000}},
 		Create{Name: "p2", Identity: "s0", Placement: []string{"member-c"}, Fenced: true},
 		Partition{Member: "member-a", Hang: true}, Reconnect{Member: "member-a"},
+		SlowPath{Member: "member-b", Millis: 1500}, Reconnect{Member: "member-b"},
+		SlowAdmission{Member: "member-c", Millis: 6000}, DropAdmission{Member: "member-c"},
+		Alias{Member: "member-b", On: true}, Alias{Member: "member-b"},
 		Await{Cond: CondFailoverOn, Name: "p3", Member: "member-b", Millis: 1000, Required: true},
 	}
 }
@@ -61,7 +64,7 @@ func TestHistoryJSONRoundTrip(t *testing.T) {
 	for _, k := range []string{"create", "create-race", "place", "delete", "terminate", "clear", "stop-member", "start-member",
 		"pause-kubelet", "resume-kubelet", "kill-hub", "start-hub", "failover", "hold", "release", "hammer", "wait", "await",
 		"kill-hub-when", "heal", "delete-all", "scale", "hand-pod", "delete-sts", "edit-sts", "export", "restore", "label",
-		"deregister", "register", "repoint", "partition", "reconnect", "freeze-hub"} {
+		"deregister", "register", "repoint", "partition", "reconnect", "freeze-hub", "slow-path", "slow-admission", "drop-admission", "alias"} {
 		if !kinds[k] {
 			t.Errorf("op kind %q is not in the round trip", k)
 		}
@@ -128,16 +131,25 @@ func wellFormed(o Op) string {
 		}
 		return ""
 	}
+	// placed are the names a placement may use: members and their aliases.
+	placed := func(ms ...string) string {
+		for _, m := range ms {
+			if !slices.Contains(Members, clusterOf(m)) {
+				return "unknown member " + m
+			}
+		}
+		return ""
+	}
 	switch o := o.(type) {
 	case Create:
-		return names(o.Name) + members(o.Placement...)
+		return names(o.Name) + placed(o.Placement...)
 	case CreateRace:
 		if len(o.Names) != 2 || len(o.Placements) != 2 || o.Names[0] == o.Names[1] {
 			return "a race is two distinct creates"
 		}
-		return names(o.Names...) + members(slices.Concat(o.Placements...)...)
+		return names(o.Names...) + placed(slices.Concat(o.Placements...)...)
 	case Place:
-		return names(o.Name) + members(o.Placement...) + members(o.ConfirmGone...)
+		return names(o.Name) + placed(o.Placement...) + members(o.ConfirmGone...)
 	case StopMember:
 		return members(o.Member)
 	case Hold, Scale, HandPod, DeleteSTS, Export:
@@ -154,6 +166,18 @@ func wellFormed(o Op) string {
 	case Deregister:
 		return members(o.Member)
 	case Register:
+		return members(o.Member)
+	case Alias:
+		return members(o.Member)
+	case SlowPath:
+		if o.Millis <= 0 {
+			return "a slow path without a delay"
+		}
+		return members(o.Member)
+	case SlowAdmission:
+		if o.Millis <= 0 || ms(o.Millis) >= webhookMaxHold {
+			return "a webhook hold outside (0, 30 s)"
+		}
 		return members(o.Member)
 	case Repoint:
 		if o.DB != "" && o.DB != SharedDB {
@@ -239,6 +263,7 @@ func TestGenerateCoversTheFaults(t *testing.T) {
 			if r, ok := o.(Repoint); ok {
 				kinds["repoint+"+r.DB]++
 			}
+			aliasKinds(o, kinds)
 			failoverKinds(o, kinds)
 		}
 	}
@@ -247,7 +272,7 @@ func TestGenerateCoversTheFaults(t *testing.T) {
 		"create+selector", "place+selector", "scale+0", "scale+2", "hand-pod", "delete-sts", "delete-sts+orphan", "edit-sts+template",
 		"edit-sts+unlabel", "export", "restore", "restore+elsewhere", "label", "deregister", "register", "repoint+shared", "repoint+",
 		"freeze-hub", "create+padded", "create+postgres", "create-race+padded", "create+failover", "create+failover+3", "create+failover+selector", "create+fenced", "partition", "partition+hang", "reconnect",
-		"wait+failover"} {
+		"wait+failover", "slow-path", "slow-path+late", "slow-admission", "slow-admission+late", "drop-admission", "alias+on", "alias+off", "place+alias", "place+alias+twice"} {
 		if kinds[k] == 0 {
 			t.Errorf("200 seeds never generate %s (%v)", k, kinds)
 		}
@@ -297,6 +322,14 @@ func failoverKinds(o Op, kinds map[string]int) {
 		if o.Hang {
 			kinds["partition+hang"]++
 		}
+	case SlowPath:
+		if 2*ms(o.Millis) > memberTimeout {
+			kinds["slow-path+late"]++
+		}
+	case SlowAdmission:
+		if ms(o.Millis) > memberTimeout {
+			kinds["slow-admission+late"]++
+		}
 	case Wait:
 		if o.Millis >= int((10*time.Second+fenceTTL+fenceGrace+fenceMargin+failoverSlack)/time.Millisecond) {
 			kinds["wait+failover"]++
@@ -323,5 +356,27 @@ func TestTemplatesParse(t *testing.T) {
 	}
 	if _, a := sourceOf(1, "s0", false); a == func() string { _, b := sourceOf(1, "s0", true); return b }() {
 		t.Error("a padded serverId is written as the plain one")
+	}
+}
+
+// aliasKinds counts the alias variants of o: an alias added or removed, a placement naming a
+// member by its alias, and one naming a member twice.
+func aliasKinds(o Op, kinds map[string]int) {
+	switch o := o.(type) {
+	case Alias:
+		if o.On {
+			kinds["alias+on"]++
+		} else {
+			kinds["alias+off"]++
+		}
+	case Place:
+		for _, n := range o.Placement {
+			if clusterOf(n) != n {
+				kinds["place+alias"]++
+				if slices.Contains(o.Placement, clusterOf(n)) {
+					kinds["place+alias+twice"]++
+				}
+			}
+		}
 	}
 }

@@ -19,26 +19,41 @@ type specChange struct {
 	Create bool
 }
 
-// inventoryState is what the ops made of the members' inventory entries.
+// inventoryState is what the ops made of the members' inventory entries: gone (the member's own
+// entry removed), labelled, aliased (registered a second time, under AliasOf).
 type inventoryState struct {
-	gone, labelled map[string]bool
+	gone, labelled, aliased map[string]bool
 }
 
-// effective is the placement the hub resolves from spec c: the named members and, with the
-// selector, the labelled ones, of those in the inventory (placement.SelectMembers).
+// effective is the placement the hub resolves from spec c, as members (clusters): the named
+// members and, with the selector, the labelled ones, of those in the inventory
+// (placement.SelectMembers), and those named by an alias that is registered. A member named
+// twice (by its name and its alias) runs the pipeline once.
 func (s inventoryState) effective(c specChange) []string {
 	out := []string{}
 	for _, m := range Members {
-		if !s.gone[m] && (slices.Contains(c.Clusters, m) || (c.Selector && s.labelled[m])) {
+		own := !s.gone[m] && (slices.Contains(c.Clusters, m) || (c.Selector && s.labelled[m]))
+		if own || (s.aliased[m] && slices.Contains(c.Clusters, AliasOf(m))) {
 			out = append(out, m)
 		}
 	}
 	return out
 }
 
+// clustersOf is placement's names as members (an alias as the member it names), sorted, each
+// once.
+func clustersOf(placement []string) []string {
+	out := make([]string, 0, len(placement))
+	for _, n := range placement {
+		out = append(out, clusterOf(n))
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
 // apply changes the state as op o did, and tells whether it changed anything. A failed op
-// changed nothing (Label, Deregister and Register fail only when the entry is not, or already,
-// there); Heal registers every member again.
+// changed nothing (Label, Deregister, Register and Alias fail only when the entry is not, or
+// already, there); Heal registers every member again, and removes every alias.
 func (s inventoryState) apply(o *OpRecord) bool {
 	switch op := o.Op.(type) {
 	case Label:
@@ -56,9 +71,15 @@ func (s inventoryState) apply(o *OpRecord) bool {
 			delete(s.gone, op.Member)
 			return true
 		}
+	case Alias:
+		if o.Err == "" && s.aliased[op.Member] != op.On {
+			s.aliased[op.Member] = op.On
+			return true
+		}
 	case Heal:
-		changed := len(s.gone) > 0
+		changed := len(s.gone) > 0 || len(s.aliased) > 0
 		clear(s.gone)
+		clear(s.aliased)
 		return changed
 	}
 	return false
@@ -68,7 +89,7 @@ func (s inventoryState) apply(o *OpRecord) bool {
 // effective placements (pipelineFacts.Placements): a change is recorded when an op changed the
 // spec, or changed the inventory so that the resolved placement differs.
 func resolvePlacements(ops []OpRecord, pipes map[string]*pipelineFacts) {
-	inv := inventoryState{gone: map[string]bool{}, labelled: map[string]bool{}}
+	inv := inventoryState{gone: map[string]bool{}, labelled: map[string]bool{}, aliased: map[string]bool{}}
 	next := map[string]int{}
 	current := map[string]specChange{}
 	sorted := sortedPipes(pipes)
@@ -180,9 +201,11 @@ const hubTakeover = 15 * time.Second
 
 // blockedSpans are the spans during which the hub could not act on member m for pipeline f (nil:
 // for no pipeline in particular): the member down or out of the inventory (and MemberRecover
-// after it came back), its kubelet paused (a pod cannot finish terminating), a foreign finalizer
-// on one of f's objects there, no hub process running or one taking over, and f terminated (the
-// hub writes nothing for it).
+// after it came back), the alias that placed f there removed (f is orphaned there until the
+// alias is back), slow (its writes may time out: a slow path or admission webhook, and
+// MemberRecover after), its kubelet paused (a pod cannot finish terminating), a foreign
+// finalizer on one of f's objects there, no hub process running or one taking over, and f
+// terminated (the hub writes nothing for it).
 func blockedSpans(rec *Recording, m string, f *pipelineFacts) []span {
 	var out []span
 	open := map[string]Stamp{}
@@ -224,9 +247,13 @@ type block struct {
 // blocks are the blocks op o begins or ends on member m for pipeline f.
 func blocks(o OpRecord, m string, f *pipelineFacts, b Bounds) []block {
 	switch op := o.Op.(type) {
-	case StopMember, Deregister, PauseKubelet, Partition:
+	case StopMember, Deregister, PauseKubelet, Partition, SlowPath, SlowAdmission:
 		if memberOf(op) == m {
 			return []block{{key: op.Kind(), begin: true, at: o.Start}}
+		}
+	case DropAdmission:
+		if op.Member == m && o.Err == "" {
+			return []block{{key: SlowAdmission{}.Kind(), at: o.End + b.MemberRecover + webhookMaxHold}}
 		}
 	case StartMember:
 		if op.Member == m {
@@ -236,9 +263,18 @@ func blocks(o OpRecord, m string, f *pipelineFacts, b Bounds) []block {
 		if op.Member == m {
 			return []block{{key: Deregister{}.Kind(), at: o.End + b.MemberRecover}}
 		}
+	case Alias:
+		// A pipeline the alias placed there is left there, orphaned, when the alias goes.
+		switch {
+		case op.Member != m:
+		case !op.On && (f == nil || f.namesAt(o.Index, AliasOf(m))):
+			return []block{{key: op.Kind(), begin: true, at: o.Start}}
+		case op.On:
+			return []block{{key: op.Kind(), at: o.End + b.MemberRecover}}
+		}
 	case Reconnect:
 		if op.Member == m {
-			return []block{{key: Partition{}.Kind(), at: o.End + b.MemberRecover}}
+			return []block{{key: Partition{}.Kind(), at: o.End + b.MemberRecover}, {key: SlowPath{}.Kind(), at: o.End + b.MemberRecover}}
 		}
 	case ResumeKubelet:
 		if op.Member == m {
@@ -255,9 +291,23 @@ func blocks(o OpRecord, m string, f *pipelineFacts, b Bounds) []block {
 	case Heal:
 		return []block{{key: StopMember{}.Kind(), at: o.End + b.MemberRecover}, {key: Deregister{}.Kind(), at: o.End + b.MemberRecover},
 			{key: PauseKubelet{}.Kind(), at: o.End + b.MemberTimeout}, {key: Hold{}.Kind(), at: o.End},
-			{key: Partition{}.Kind(), at: o.End + b.MemberRecover}}
+			{key: Partition{}.Kind(), at: o.End + b.MemberRecover}, {key: SlowPath{}.Kind(), at: o.End + b.MemberRecover},
+			{key: SlowAdmission{}.Kind(), at: o.End + b.MemberRecover + webhookMaxHold},
+			{key: Alias{}.Kind(), at: o.End + b.MemberRecover}}
 	}
 	return nil
+}
+
+// namesAt tells whether the spec in force at op index op (the last one an op up to it made)
+// names name.
+func (f *pipelineFacts) namesAt(op int, name string) bool {
+	named := false
+	for _, c := range f.specs {
+		if c.Op <= op {
+			named = slices.Contains(c.Clusters, name)
+		}
+	}
+	return named
 }
 
 // memberOf is the member of an op that begins a block.
@@ -270,6 +320,10 @@ func memberOf(o Op) string {
 	case PauseKubelet:
 		return o.Member
 	case Partition:
+		return o.Member
+	case SlowPath:
+		return o.Member
+	case SlowAdmission:
 		return o.Member
 	}
 	return ""

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // The hub reaches each member through a proxy of the suite (its kubeconfig Secret names the
@@ -15,7 +16,9 @@ import (
 // the hub and a member while the member and its pods go on: a partition from the hub only. The
 // proxy refuses at connection (its port bound, not listening: ECONNREFUSED, as from a stopped
 // API server) while the member is stopped or the path is cut that way, and accepts and never
-// answers (connections frozen, nothing forwarded) while the path hangs.
+// answers (connections frozen, nothing forwarded) while the path hangs. A slow path forwards
+// every chunk, either way, a delay after it arrived: a member that answers late, and that may
+// receive and commit a request after the hub gave up on it.
 
 // Path states of a member's proxy.
 const (
@@ -32,8 +35,10 @@ type proxy struct {
 	mu sync.Mutex
 	// down: the member's API server is stopped; cut: the history cut the path (pathRefuse,
 	// pathHang or pathOpen).
-	down  bool
-	cut   string
+	down bool
+	cut  string
+	// delay is how late each chunk is forwarded while the path is open (0: at once).
+	delay time.Duration
 	ln    net.Listener
 	held  int // a socket bound to port, not listening, while refusing; -1 otherwise
 	conns map[net.Conn]bool
@@ -77,12 +82,27 @@ func (p *proxy) setDown(down bool) error {
 	return p.apply()
 }
 
-// setCut cuts the path (pathRefuse, pathHang) or opens it again (pathOpen).
+// setCut cuts the path (pathRefuse, pathHang) or opens it again (pathOpen, at full speed).
 func (p *proxy) setCut(cut string) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.cut = cut
+	p.cut, p.delay = cut, 0
 	return p.apply()
+}
+
+// setSlow opens the path with every chunk forwarded d late.
+func (p *proxy) setSlow(d time.Duration) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cut, p.delay = pathOpen, d
+	return p.apply()
+}
+
+// lateness is how late a chunk read now is forwarded.
+func (p *proxy) lateness() time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.delay
 }
 
 // apply makes the listener and the connections match the state (p.mu held). Leaving a hang
@@ -102,7 +122,7 @@ func (p *proxy) apply() error {
 		}
 	}
 	if p.logf != nil {
-		p.logf("proxy %s -> %s: %s (%d connections dropped, %d accepted since the last change, %d open)", p.addr(), p.target, st, dropped, p.accepted, len(p.conns))
+		p.logf("proxy %s -> %s: %s, delay %s (%d connections dropped, %d accepted since the last change, %d open)", p.addr(), p.target, st, p.delay, dropped, p.accepted, len(p.conns))
 	}
 	p.accepted = 0
 	switch {
@@ -209,21 +229,40 @@ func (p *proxy) pass(c *frozenMark) bool {
 	}
 }
 
-// copy forwards src to dst, each chunk only while the path lets client connection c pass.
+// copy forwards src to dst, each chunk only while the path lets client connection c pass, and
+// as late as the path's delay was when the chunk arrived (chunks keep their order; a slow path
+// adds latency, not a cap on throughput).
 func (p *proxy) copy(dst io.Writer, src io.Reader, c *frozenMark) {
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := src.Read(buf)
-		if n > 0 {
-			if !p.pass(c) {
-				_ = c.Close()
-				return
+	type chunk struct {
+		due  time.Time
+		data []byte
+	}
+	queue, stop := make(chan chunk, 256), make(chan struct{})
+	defer close(stop)
+	go func() {
+		defer close(queue)
+		buf := make([]byte, 32<<10)
+		for {
+			n, err := src.Read(buf)
+			if n > 0 {
+				select {
+				case queue <- chunk{due: time.Now().Add(p.lateness()), data: append([]byte(nil), buf[:n]...)}:
+				case <-stop:
+					return
+				}
 			}
-			if _, werr := dst.Write(buf[:n]); werr != nil {
+			if err != nil {
 				return
 			}
 		}
-		if err != nil {
+	}()
+	for ch := range queue {
+		time.Sleep(time.Until(ch.due))
+		if !p.pass(c) {
+			_ = c.Close()
+			return
+		}
+		if _, err := dst.Write(ch.data); err != nil {
 			return
 		}
 	}

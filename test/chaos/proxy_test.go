@@ -120,3 +120,109 @@ func TestProxyPaths(t *testing.T) {
 		t.Errorf("member back: %v", err)
 	}
 }
+
+// A slow path answers late, forwards what a client that gave up already sent (a late write),
+// and adds latency without capping throughput; opening the path again makes it fast.
+func TestProxySlowPath(t *testing.T) {
+	target, got := byteSink(t)
+	p, err := newProxy(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.close)
+	const delay = 300 * time.Millisecond
+	if err := p.setSlow(delay); err != nil {
+		t.Fatal(err)
+	}
+	c, err := net.Dial("tcp", p.addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	begin := time.Now()
+	for i := range 20 {
+		if _, err := c.Write([]byte{byte('a' + i)}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	_ = c.Close() // the client gives up before anything arrived
+	select {
+	case b := <-got:
+		if took := time.Since(begin); took < delay {
+			t.Errorf("the first chunk arrived after %s, want at least %s", took, delay)
+		}
+		for len(b) < 20 {
+			select {
+			case more := <-got:
+				b = append(b, more...)
+			case <-time.After(2 * time.Second):
+				t.Fatalf("only %q arrived", b)
+			}
+		}
+		if string(b) != "abcdefghijklmnopqrst" {
+			t.Errorf("arrived %q, want the chunks in order", b)
+		}
+		if took := time.Since(begin); took > delay+time.Second {
+			t.Errorf("20 chunks took %s: a slow path must add latency, not %s per chunk", took, delay)
+		}
+	case <-time.After(3 * time.Second):
+		t.Fatal("what the client sent before it gave up never arrived")
+	}
+
+	if err := p.setCut(pathOpen); err != nil {
+		t.Fatal(err)
+	}
+	fast, err := newProxy(echo(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(fast.close)
+	if err := fast.setSlow(delay); err != nil {
+		t.Fatal(err)
+	}
+	if err := roundTrip(fast.addr(), delay); err == nil {
+		t.Errorf("slow path: a round trip answered within one delay")
+	}
+	if err := roundTrip(fast.addr(), 2*delay+time.Second); err != nil {
+		t.Errorf("slow path: %v", err)
+	}
+	if err := fast.setCut(pathOpen); err != nil {
+		t.Fatal(err)
+	}
+	if err := roundTrip(fast.addr(), delay/2); err != nil {
+		t.Errorf("reopened path is still slow: %v", err)
+	}
+}
+
+// byteSink accepts connections on a free port of 127.0.0.1 and sends what arrives on got.
+func byteSink(t *testing.T) (string, <-chan []byte) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ln.Close() })
+	got := make(chan []byte, 64)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer func() { _ = c.Close() }()
+				buf := make([]byte, 64)
+				for {
+					n, err := c.Read(buf)
+					if n > 0 {
+						got <- append([]byte(nil), buf[:n]...)
+					}
+					if err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return ln.Addr().String(), got
+}

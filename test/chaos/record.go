@@ -15,11 +15,13 @@ type Stamp = time.Duration
 // Recording is everything a history run did and saw: the checker's only input.
 type Recording struct {
 	History History
-	// Namespace is where the history ran (hub and members).
-	Namespace string
-	Ops       []OpRecord
-	Samples   []Sample
-	Events    []Event
+	// Namespace is where the history ran (hub and members); Namespaces all of them, when it ran
+	// in more than one (recordings made before that have only Namespace).
+	Namespace  string
+	Namespaces []string `json:",omitempty"`
+	Ops        []OpRecord
+	Samples    []Sample
+	Events     []Event
 	// Final is the state read after the history settled.
 	Final Final
 	// Settled is when the final state was read.
@@ -272,4 +274,12 @@ func (r *recorder) snapshot() ([]Sample, []Event) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]Sample(nil), r.samples...), append([]Event(nil), r.events...)
+}
+
+// namespaces are the namespaces the history ran in.
+func (r *Recording) namespaces() []string {
+	if len(r.Namespaces) > 0 {
+		return r.Namespaces
+	}
+	return []string{r.Namespace}
 }

@@ -22,7 +22,7 @@ func Report(rec *Recording, res Result) string {
 	if res.Failed() {
 		verdict = fmt.Sprintf("%d violation(s)", len(res.Violations))
 	}
-	fmt.Fprintf(&b, "history %s in namespace %s: %d ops, %d faults, %s\n", rec.History.Name, rec.Namespace,
+	fmt.Fprintf(&b, "history %s in namespace %s: %d ops, %d faults, %s\n", rec.History.Name, strings.Join(rec.namespaces(), ","),
 		len(rec.History.Ops), rec.History.Faults(), verdict)
 	fmt.Fprintf(&b, "checked: %d coordinator pods (%d made by hand), %d stop-before-start waits, %d departures, %d terminal windows, %d hub writes to members, %d deletions\n",
 		res.Seen.Pods, res.Seen.HandReaders, res.Seen.Waits, res.Seen.Departures, res.Seen.TerminalWindows, res.Seen.HubWrites, res.Seen.Deletions)

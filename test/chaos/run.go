@@ -27,20 +27,22 @@ func (f *Fleet) Run(ctx context.Context, h History, n int) (*Recording, error) {
 	if err := f.reset(ctx); err != nil {
 		return nil, fmt.Errorf("resetting the fleet: %w", err)
 	}
-	ns := historyNamespace(n)
-	if err := e.prepare(ctx, ns); err != nil {
-		return nil, fmt.Errorf("preparing namespace %s: %w", ns, err)
+	nss := historyNamespaces(n)
+	for _, ns := range nss {
+		if err := e.prepare(ctx, ns); err != nil {
+			return nil, fmt.Errorf("preparing namespace %s: %w", ns, err)
+		}
+		defer e.cleanup(context.WithoutCancel(ctx), ns)
 	}
-	defer e.cleanup(context.WithoutCancel(ctx), ns)
 
 	rec := newRecorder()
-	w := newWatcher(rec, e.dyn, ns)
+	w := newWatcher(rec, e.dyn, nss)
 	wctx, stop := context.WithCancel(ctx)
 	w.start(wctx)
 	defer func() { stop(); w.wait() }()
 	time.Sleep(time.Second) // every stream listed once
 
-	x := &executor{env: e, ns: ns, n: n, rec: rec, exports: map[string]exportedSet{}}
+	x := &executor{env: e, nss: nss, n: n, rec: rec, exports: map[string]exportedSet{}}
 	x.run(ctx, h)
 	start := rec.now()
 	if x.settle(ctx, settleTimeout) {
@@ -59,7 +61,7 @@ func (f *Fleet) Run(ctx context.Context, h History, n int) (*Recording, error) {
 	w.wait()
 	samples, events := rec.snapshot()
 	return &Recording{
-		History: h, Namespace: ns, Ops: x.ops, Samples: samples, Events: events,
+		History: h, Namespace: nss[0], Namespaces: nss, Ops: x.ops, Samples: samples, Events: events,
 		Final: final, Settled: settled, Bounds: e.bounds,
 	}, nil
 }
@@ -101,14 +103,14 @@ func (x *executor) final(ctx context.Context) Final {
 	f := Final{MemberObjects: map[string][]ObjInfo{}, Pods: map[string][]ObjInfo{}}
 	for _, m := range Members {
 		dyn := x.env.dyn[m]
-		pods, err := listInfos(ctx, dyn, kindPods, stream{gvr: podsGVR, ns: x.ns, selector: coordinatorSelector})
+		pods, err := listInfos(ctx, dyn, kindPods, stream{gvr: podsGVR, nss: x.nss, selector: coordinatorSelector})
 		if err != nil {
 			f.Unreachable = append(f.Unreachable, m)
 			continue
 		}
 		f.Pods[m] = pods
 		for _, k := range sortedKinds() {
-			objs, err := listInfos(ctx, dyn, k, stream{gvr: memberObjectKinds[k], ns: x.ns, selector: "urutau.io/hub-pipeline-uid"})
+			objs, err := listInfos(ctx, dyn, k, stream{gvr: memberObjectKinds[k], nss: x.nss, selector: "urutau.io/hub-pipeline-uid"})
 			if err != nil {
 				f.Unreachable = append(f.Unreachable, m)
 				break
@@ -117,7 +119,7 @@ func (x *executor) final(ctx context.Context) Final {
 		}
 	}
 	hub := x.env.dyn[hubCluster]
-	f.Pipelines, _ = listInfos(ctx, hub, kindPipelines, stream{gvr: pipelinesGVR, ns: x.ns})
+	f.Pipelines, _ = listInfos(ctx, hub, kindPipelines, stream{gvr: pipelinesGVR, nss: x.nss})
 	leases, _ := listInfos(ctx, hub, kindLeases, stream{gvr: leasesGVR})
 	uids := x.uids()
 	live := map[string]bool{}
@@ -129,7 +131,7 @@ func (x *executor) final(ctx context.Context) Final {
 			f.Leases = append(f.Leases, l)
 		}
 		for _, e := range l.Entries {
-			if e.PipelineNamespace == x.ns && !live[e.PipelineUID] {
+			if slices.Contains(x.nss, e.PipelineNamespace) && !live[e.PipelineUID] {
 				f.Tombstones = append(f.Tombstones, e)
 			}
 		}
@@ -161,6 +163,7 @@ func listInfos(ctx context.Context, dyn dynamic.Interface, kind string, s stream
 		}
 		return nil, err
 	}
+	s.kept(list)
 	out := make([]ObjInfo, 0, len(list.Items))
 	for i := range list.Items {
 		info := infoOf(kind, &list.Items[i])

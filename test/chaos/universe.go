@@ -184,5 +184,17 @@ func identityOf(inline []byte) string {
 	return ""
 }
 
-// historyNamespace is the namespace of the history numbered n (on the hub and in every member).
-func historyNamespace(n int) string { return fmt.Sprintf("chaos-%d", n) }
+// historyNamespaces are the namespaces of the history numbered n (on the hub and in every member):
+// p0 and p1 live in the first, p2 and p3 in the second, so that one identity is read from two
+// namespaces (racing creates, renames across them) and the reader lease must hold across them.
+func historyNamespaces(n int) []string {
+	return []string{fmt.Sprintf("chaos-%d", n), fmt.Sprintf("chaos-%d-b", n)}
+}
+
+// namespaceOf is the namespace, of a history's nss, of pipeline name.
+func namespaceOf(nss []string, name string) string {
+	if i := slices.Index(PipelineNames, name); i >= 0 {
+		return nss[i*len(nss)/len(PipelineNames)]
+	}
+	return nss[0]
+}

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -40,9 +41,12 @@ const hubCluster = "hub"
 
 // stream is one watched resource of one cluster.
 type stream struct {
-	kind     string
-	gvr      schema.GroupVersionResource
-	ns       string
+	kind string
+	gvr  schema.GroupVersionResource
+	// nss are the namespaces listed and watched: one is asked by itself; several are asked for
+	// across all namespaces and what is in none of them dropped (a list across two namespaces
+	// is one consistent read, where two lists would be two); none is the whole cluster.
+	nss      []string
 	selector string
 	// optional: the resource may not be served (the ReaderLease CRD before it exists): "not
 	// found" is "none", and the stream looks again later.
@@ -73,18 +77,18 @@ const coordinatorSelector = urutauv1alpha1.LabelApp + "=urutau-coordinator"
 
 // memberStreams are what the recorder watches in a member. Every Lease, labelled or not: a fence
 // reads its Lease by name, so a renewal written by hand counts as much as the hub's.
-func memberStreams(ns string) []stream {
-	out := []stream{{kind: kindPods, gvr: podsGVR, ns: ns, selector: coordinatorSelector},
-		{kind: kindFences, gvr: fencesGVR, ns: ns}}
+func memberStreams(nss []string) []stream {
+	out := []stream{{kind: kindPods, gvr: podsGVR, nss: nss, selector: coordinatorSelector},
+		{kind: kindFences, gvr: fencesGVR, nss: nss}}
 	for _, k := range sortedKinds() {
-		out = append(out, stream{kind: k, gvr: memberObjectKinds[k], ns: ns, selector: urutauv1alpha1.LabelHubPipelineUID})
+		out = append(out, stream{kind: k, gvr: memberObjectKinds[k], nss: nss, selector: urutauv1alpha1.LabelHubPipelineUID})
 	}
 	return out
 }
 
-func hubStreams(ns string) []stream {
+func hubStreams(nss []string) []stream {
 	return []stream{
-		{kind: kindPipelines, gvr: pipelinesGVR, ns: ns},
+		{kind: kindPipelines, gvr: pipelinesGVR, nss: nss},
 		{kind: kindLeases, gvr: leasesGVR, optional: true},
 	}
 }
@@ -114,13 +118,13 @@ type watcher struct {
 	rec *recorder
 	// clients by cluster name (hub and members).
 	clients map[string]dynamic.Interface
-	ns      string
+	nss     []string
 	kicks   map[string]chan struct{}
 	wg      sync.WaitGroup
 }
 
-func newWatcher(rec *recorder, clients map[string]dynamic.Interface, ns string) *watcher {
-	w := &watcher{rec: rec, clients: clients, ns: ns, kicks: map[string]chan struct{}{}}
+func newWatcher(rec *recorder, clients map[string]dynamic.Interface, nss []string) *watcher {
+	w := &watcher{rec: rec, clients: clients, nss: nss, kicks: map[string]chan struct{}{}}
 	for name := range clients {
 		w.kicks[name] = make(chan struct{}, 1)
 	}
@@ -130,11 +134,11 @@ func newWatcher(rec *recorder, clients map[string]dynamic.Interface, ns string) 
 // start runs the streams and pollers until ctx ends; wait waits for them.
 func (w *watcher) start(ctx context.Context) {
 	for name, dyn := range w.clients {
-		streams := memberStreams(w.ns)
-		poll := stream{kind: kindPods, gvr: podsGVR, ns: w.ns, selector: coordinatorSelector}
+		streams := memberStreams(w.nss)
+		poll := stream{kind: kindPods, gvr: podsGVR, nss: w.nss, selector: coordinatorSelector}
 		if name == hubCluster {
-			streams = hubStreams(w.ns)
-			poll = stream{kind: kindPipelines, gvr: pipelinesGVR, ns: w.ns}
+			streams = hubStreams(w.nss)
+			poll = stream{kind: kindPipelines, gvr: pipelinesGVR, nss: w.nss}
 		}
 		for _, s := range streams {
 			w.wg.Go(func() { w.watchLoop(ctx, name, dyn, s) })
@@ -195,6 +199,7 @@ func (w *watcher) list(ctx context.Context, cluster string, dyn dynamic.Interfac
 	if err != nil {
 		return nil, err
 	}
+	s.kept(list)
 	smp := Sample{Cluster: cluster, Kind: s.kind, Start: start, End: end, RV: rv}
 	for i := range list.Items {
 		smp.Present = append(smp.Present, string(list.Items[i].GetUID()))
@@ -204,10 +209,20 @@ func (w *watcher) list(ctx context.Context, cluster string, dyn dynamic.Interfac
 }
 
 func resource(dyn dynamic.Interface, s stream) dynamic.ResourceInterface {
-	if s.ns == "" {
+	if len(s.nss) != 1 {
 		return dyn.Resource(s.gvr)
 	}
-	return dyn.Resource(s.gvr).Namespace(s.ns)
+	return dyn.Resource(s.gvr).Namespace(s.nss[0])
+}
+
+// keep tells whether an object the stream's request returned is in one of its namespaces.
+func (s stream) keep(u *unstructured.Unstructured) bool {
+	return len(s.nss) == 0 || slices.Contains(s.nss, u.GetNamespace())
+}
+
+// kept drops from list what is in none of the stream's namespaces.
+func (s stream) kept(list *unstructured.UnstructuredList) {
+	list.Items = slices.DeleteFunc(list.Items, func(u unstructured.Unstructured) bool { return !s.keep(&u) })
 }
 
 // watchLoop lists, then watches from the list's revision; when the watch breaks (a member
@@ -254,6 +269,10 @@ func (w *watcher) follow(ctx context.Context, dyn dynamic.Interface, s stream, s
 		}
 		if ev.Type == watch.Bookmark {
 			st.lastRV = rv
+			continue
+		}
+		if !s.keep(u) {
+			st.lastRV = max(st.lastRV, rv)
 			continue
 		}
 		if e, ok := st.apply(string(ev.Type), u, rv, w.rec.now()); ok {

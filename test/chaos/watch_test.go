@@ -127,9 +127,10 @@ func TestMemberStreams(t *testing.T) {
 		want[k] = "urutau.io/hub-pipeline-uid"
 	}
 	got := map[string]string{}
-	for _, s := range memberStreams("chaos-0") {
-		if s.ns != "chaos-0" {
-			t.Errorf("%s watched in namespace %q, want chaos-0", s.kind, s.ns)
+	nss := historyNamespaces(0)
+	for _, s := range memberStreams(nss) {
+		if !slices.Equal(s.nss, nss) {
+			t.Errorf("%s watched in namespaces %q, want %q", s.kind, s.nss, nss)
 		}
 		got[s.kind] = s.selector
 	}
@@ -137,5 +138,53 @@ func TestMemberStreams(t *testing.T) {
 		if g, ok := got[kind]; !ok || g != sel {
 			t.Errorf("%s: selector %q (watched: %v), want %q", kind, g, ok, sel)
 		}
+	}
+}
+
+// Streams over two namespaces ask the whole cluster and keep what is in either: another
+// history's namespace (one still being deleted) is not recorded.
+func TestStreamKeepsItsNamespaces(t *testing.T) {
+	obj := func(ns string) unstructured.Unstructured {
+		u := unstructured.Unstructured{}
+		u.SetNamespace(ns)
+		u.SetName("x")
+		return u
+	}
+	for name, tc := range map[string]struct {
+		nss  []string
+		in   []string
+		want []string
+	}{
+		"two namespaces": {nss: []string{"chaos-3", "chaos-3-b"}, in: []string{"chaos-3", "chaos-2", "chaos-3-b", "kube-node-lease"}, want: []string{"chaos-3", "chaos-3-b"}},
+		"one namespace":  {nss: []string{"chaos-3"}, in: []string{"chaos-3"}, want: []string{"chaos-3"}},
+		"the cluster":    {in: []string{"urutau-system", ""}, want: []string{"urutau-system", ""}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			list := &unstructured.UnstructuredList{}
+			for _, ns := range tc.in {
+				list.Items = append(list.Items, obj(ns))
+			}
+			stream{nss: tc.nss}.kept(list)
+			var got []string
+			for _, u := range list.Items {
+				got = append(got, u.GetNamespace())
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Fatalf("kept %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestNamespaceOf(t *testing.T) {
+	nss := historyNamespaces(7)
+	want := map[string]string{"p0": "chaos-7", "p1": "chaos-7", "p2": "chaos-7-b", "p3": "chaos-7-b"}
+	for _, name := range PipelineNames {
+		if got := namespaceOf(nss, name); got != want[name] {
+			t.Errorf("namespaceOf(%s) = %s, want %s", name, got, want[name])
+		}
+	}
+	if got := namespaceOf(nss[:1], "p3"); got != "chaos-7" {
+		t.Errorf("one namespace: p3 in %s", got)
 	}
 }
