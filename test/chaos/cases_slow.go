@@ -1,10 +1,10 @@
 package chaos
 
 // Named cases of slow members (#26, history 5): a write the hub gave up on may still be
-// committed. Each sends the hub's create of a coordinator to a member that commits it late, then
-// moves the pipeline back before it lands: the member must count as holding a reader until the
-// write could have landed (docs/architecture.md, "Fencing late writes"), so the member moved
-// back to starts its reader only then, and the late one is removed.
+// committed. Each sends the hub's create of a coordinator to a member that may commit it after
+// the hub stopped waiting for the answer, then moves the pipeline back: the member must count as
+// holding a reader until the write could have landed (docs/architecture.md, "Fencing late
+// writes"), so the member moved back to starts its reader only then, and a late one is removed.
 
 func slowCases() []History {
 	return []History{caseLateWriteHeldByAdmission(), caseLateWriteOnSlowPath()}

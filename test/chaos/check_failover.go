@@ -64,6 +64,22 @@ func (l loss) readerDeadline(b Bounds, threshold time.Duration) Stamp {
 	return max(l.deadline(b, threshold), l.In.from+failoverBound(b, threshold, true))
 }
 
+// candidatesBut are the members f may fail over to from member: its named candidates, and every
+// member with a candidate selector (the labels change), but member.
+func candidatesBut(f *pipelineFacts, member string) []string {
+	all := f.Failover.Candidates
+	if f.Failover.CandidateSelector {
+		all = Members
+	}
+	var out []string
+	for _, c := range all {
+		if c != member {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
 // memberOfPath is the member of a Reconnect or a SlowPath (which opens a cut path, slowly).
 func memberOfPath(o Op) string {
 	if s, ok := o.(SlowPath); ok {
@@ -198,8 +214,8 @@ func memberAt(ms []failoverMember, t Stamp) string {
 
 // disturbed tells whether something other than the loss may keep the hub from failing f over
 // by d: a hub process killed, started or failed over (or none running), f terminated, no other
-// named candidate usable, a candidate slow (its writes may time out), or (with a candidate
-// selector) a label changed.
+// named candidate usable, another member it may move to slow enough for its requests to time
+// out, or (with a candidate selector) a label changed.
 func (cc *checkContext) disturbed(f *pipelineFacts, l loss, d Stamp, ls []loss) bool {
 	win := span{l.In.from - 15*time.Second, d}
 	for _, t := range terminatedSpans(cc.rec.Ops, f.UID) {
@@ -226,7 +242,7 @@ func (cc *checkContext) disturbed(f *pipelineFacts, l loss, d Stamp, ls []loss) 
 			return true
 		}
 	}
-	if slowDuring(slowSpans(cc.rec.Ops), f.Failover.Candidates, win) {
+	if slowDuring(slowSpans(cc.rec.Ops), candidatesBut(f, l.Member), win, cc.rec.Bounds.MemberTimeout) {
 		return true
 	}
 	for _, c := range f.Failover.Candidates {

@@ -407,3 +407,35 @@ func TestBlockedWhileAliasGone(t *testing.T) {
 		t.Errorf("p1 in member-b blocked %v, want never", got)
 	}
 }
+
+// In the documented rename (the alias registered, the pipeline placed by it, the member's own
+// entry removed) the hub still reaches the member for that pipeline; for one placed by the
+// member's own name only, it cannot. Heal removing the alias leaves a pipeline placed by the alias
+// only orphaned there.
+func TestBlockedAcrossARename(t *testing.T) {
+	b := newRB().
+		op(Create{Name: "p1"}, 0, 0.1, PipelineRef{Name: "p1", UID: "u1", Placement: []string{"member-a-alias"}}).
+		op(Create{Name: "p2"}, 0.2, 0.3, PipelineRef{Name: "p2", UID: "u2", Placement: []string{"member-a"}}).
+		op(Create{Name: "p3"}, 0.4, 0.5, PipelineRef{Name: "p3", UID: "u3", Placement: []string{"member-a", "member-a-alias"}}).
+		op(Alias{Member: "member-a", On: true}, 1, 1.1).
+		op(Deregister{Member: "member-a"}, 10, 10.1).
+		op(Heal{}, 100, 101)
+	pipes := pipelines(&b.rec, nil)
+	if got, want := blockedSpans(&b.rec, "member-a", pipes["u1"]), []span{{sec(100), forever}}; !reflect.DeepEqual(got, want) {
+		t.Errorf("p1 (placed by the alias) blocked %v, want from the heal on", got)
+	}
+	if got, want := blockedSpans(&b.rec, "member-a", pipes["u2"]), []span{{sec(10), sec(161)}}; !reflect.DeepEqual(got, want) {
+		t.Errorf("p2 (placed by the member's own name) blocked %v, want %v", got, want)
+	}
+	if got := blockedSpans(&b.rec, "member-a", pipes["u3"]); len(got) != 0 {
+		t.Errorf("p3 (placed by both names) blocked %v, want never: the heal registers the member's own name again", got)
+	}
+	withFailed := newRB().
+		op(Create{Name: "p1"}, 0, 0.1, PipelineRef{Name: "p1", UID: "u1", Placement: []string{"member-a-alias"}}).
+		op(Alias{Member: "member-a", On: true}, 1, 1.1).
+		op(Alias{Member: "member-a"}, 10, 10.1)
+	withFailed.rec.Ops[2].Err = "the hub API server refused"
+	if got := blockedSpans(&withFailed.rec, "member-a", pipelines(&withFailed.rec, nil)["u1"]); len(got) != 0 {
+		t.Errorf("a failed alias removal blocked %v, want never", got)
+	}
+}

@@ -312,11 +312,15 @@ func TestCheckLeftovers(t *testing.T) {
 }
 
 func TestCheckTerminalWrites(t *testing.T) {
-	build := func(writeRV int64, writeRecv float64, before, after float64) *rb {
+	// mid adds ops between the termination and the clear.
+	build := func(writeRV int64, writeRecv float64, before, after float64, mid ...func(*rb)) *rb {
 		b := newRB().hubSample(9.0, 49).
 			op(Create{Name: "p1"}, 0, 0.1, PipelineRef{Name: "p1", UID: "u1", Placement: []string{"member-a"}}).
-			op(Terminate{Name: "p1"}, 10, 10.1, PipelineRef{Name: "p1", UID: "u1", RV: 50}).
-			op(Clear{Name: "p1"}, 15, 15.1, PipelineRef{Name: "p1", UID: "u1", RV: 60}).
+			op(Terminate{Name: "p1"}, 10, 10.1, PipelineRef{Name: "p1", UID: "u1", RV: 50})
+		for _, m := range mid {
+			m(b)
+		}
+		b.op(Clear{Name: "p1"}, 15, 15.1, PipelineRef{Name: "p1", UID: "u1", RV: 60}).
 			sample("member-a", before, writeRV-1).sample("member-a", after, writeRV+1)
 		b.rec.Events = append(b.rec.Events,
 			Event{Cluster: hubCluster, Kind: kindPipelines, Type: Modified, RVLo: 52, RVHi: 52, Recv: sec(10.5),
@@ -335,6 +339,14 @@ func TestCheckTerminalWrites(t *testing.T) {
 		"a write before the termination":                         {b: build(100, 9.5, 8.0, 9.8), want: 0},
 		"a write that may be before":                             {b: build(150, 10.7, 9.0, 11.0), want: 0, wantNotes: 1},
 		"a write after the clear":                                {b: build(300, 16.5, 15.5, 17.0), want: 0},
+		"a write after a spec change lifted it": {b: build(200, 12, 11.0, 12.5, func(b *rb) {
+			b.op(Respec{Name: "p1", LogLevel: "debug"}, 10.6, 10.7, PipelineRef{Name: "p1", UID: "u1", RV: 55, SpecChanged: true})
+		}), want: 0},
+		"a respec that moved no generation lifts nothing": {b: build(200, 12, 11.0, 12.5, func(b *rb) {
+			b.op(Respec{Name: "p1"}, 10.6, 10.7, PipelineRef{Name: "p1", UID: "u1", RV: 55})
+		}), want: 1},
+		"a write a member slowed before the termination may commit late": {b: build(200, 12, 11.0, 12.5).
+			op(SlowAdmission{Member: "member-a", Millis: 5000}, 5, 5.1), want: 0},
 	} {
 		t.Run(name, func(t *testing.T) {
 			res := Check(&tc.b.rec)

@@ -14,6 +14,8 @@ type terminalWindow struct {
 	In        span
 	// Why says how the window's start was set.
 	Why string
+	// Late are later starts for the writes a slow member may commit late (lateTerminal).
+	Late []lateStart
 }
 
 // terminalWindows derives the windows of I3 from the ops. A termination is known to the hub
@@ -22,7 +24,7 @@ type terminalWindow struct {
 // the pipeline just before the termination may finish its member writes within that bound, and
 // none after. The window closes when the op that clears it starts: a Clear, a spec change, or
 // the pipeline's deletion (deletion precedence). A member that commits writes late (a slow path
-// or admission webhook) pushes the start back by how late (lateTerminal).
+// or admission webhook) opens it later for its writes, by how late (lateTerminal).
 func terminalWindows(cc *checkContext) []terminalWindow {
 	var out []terminalWindow
 	ops := cc.rec.Ops
@@ -80,7 +82,7 @@ func lifts(o *OpRecord, uid string) bool {
 		switch o.Op.(type) {
 		case Clear, Delete, DeleteAll:
 			return true
-		case Place:
+		case Place, Respec:
 			return ref.SpecChanged
 		}
 	}
@@ -93,6 +95,7 @@ func lifts(o *OpRecord, uid string) bool {
 func checkTerminalWrites(cc *checkContext, res *Result) {
 	for _, w := range terminalWindows(cc) {
 		sure := map[string][]string{}
+		window := map[string]string{}
 		var clusters []string
 		for _, e := range cc.rec.Events {
 			if !e.HubWrite || e.Obj.PipelineUID != w.UID {
@@ -103,16 +106,18 @@ func checkTerminalWrites(cc *checkContext, res *Result) {
 			if cc.byHand(e.Obj.UID, at) {
 				continue
 			}
+			in, why := w.at(e.Cluster, e.Kind)
 			switch {
-			case at.from >= w.In.from && at.to <= w.In.to:
+			case at.from >= in.from && at.to <= in.to:
 				if sure[e.Cluster] == nil {
 					clusters = append(clusters, e.Cluster)
+					window[e.Cluster] = fmt.Sprintf("terminal window %s: %s", in, why)
 				}
 				sure[e.Cluster] = append(sure[e.Cluster], fmt.Sprintf("%s %s %s/%s at revision %s, committed during %s (event received at %s)",
 					e.Type, e.Kind, e.Obj.Namespace, e.Obj.Name, rvRange(e.RVLo, e.RVHi), at, stampString(e.Recv)))
-			case !at.overlap(w.In).empty():
+			case !at.overlap(in).empty():
 				res.Notes = append(res.Notes, fmt.Sprintf("%s: a write to %s %s in %s for %s at %s may fall in its terminal window %s (not proven)",
-					InvTerminalWrite, e.Kind, e.Obj.Name, e.Cluster, w.Name, at, w.In))
+					InvTerminalWrite, e.Kind, e.Obj.Name, e.Cluster, w.Name, at, in))
 			}
 		}
 		for _, c := range clusters {
@@ -120,7 +125,7 @@ func checkTerminalWrites(cc *checkContext, res *Result) {
 				Invariant: InvTerminalWrite,
 				Summary: fmt.Sprintf("the hub wrote %d object(s) in %s for pipeline %s while it was terminated (op #%02d)",
 					len(sure[c]), c, w.Name, w.Op),
-				Evidence: append([]string{fmt.Sprintf("terminal window %s: %s", w.In, w.Why)}, sure[c]...),
+				Evidence: append([]string{window[c]}, sure[c]...),
 			})
 		}
 	}

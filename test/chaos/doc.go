@@ -1,11 +1,12 @@
 // Package chaos is the randomized history checker of the fleet (`make test-chaos`), modelled on
 // etcd's robustness suite: a seeded generator writes a history (a list of plain-data operations:
-// placement moves and flaps, deletes, renames (within and across the history's two namespaces),
-// racing duplicate creates (a MySQL serverId spelled
+// placement moves and flaps, spec changes that roll the coordinator, deletes, renames (within and
+// across the history's two namespaces), racing duplicate creates (a MySQL serverId spelled
 // plainly or with leading zeros, Postgres slots), terminations, member API servers and kubelets
 // stopped, hubs killed or frozen past their leader Lease, foreign finalizers; people's hands on
 // members: hand scales, pods made by hand, StatefulSets deleted or edited, exports restored where
-// the pipeline left; the inventory: selector labels gained and lost, kubeconfig Secrets removed and added;
+// the pipeline left; the inventory: selector labels gained and lost, kubeconfig Secrets removed
+// and added, a member registered a second time under another name (renames);
 // source Secrets pointed at one database or several; fenced and failover placements, and members
 // cut off from the hub only, refused or hanging, or flapping around a failover threshold; members
 // slow: a path to the hub that answers late, an admission webhook that holds the hub's writes,

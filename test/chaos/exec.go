@@ -110,6 +110,9 @@ func (x *executor) do(ctx context.Context, o Op) ([]PipelineRef, error) {
 	case Delete:
 		ref, err := x.delete(ctx, o.Name)
 		return refs(ref), err
+	case Respec:
+		ref, err := x.respec(ctx, o)
+		return refs(ref), err
 	case Terminate:
 		ref, err := x.terminate(ctx, o.Name, true)
 		return refs(ref), err
@@ -302,6 +305,29 @@ func (x *executor) place(ctx context.Context, o Place) (*PipelineRef, error) {
 	}
 	ref := refOf(p)
 	ref.SpecChanged, ref.ConfirmGone = p.Generation > gen, o.ConfirmGone
+	return ref, nil
+}
+
+// respec sets the pipeline's spec.logLevel (a merge patch; "" removes it).
+func (x *executor) respec(ctx context.Context, o Respec) (*PipelineRef, error) {
+	p, err := x.get(ctx, o.Name)
+	if err != nil {
+		return nil, err
+	}
+	gen := p.Generation
+	var level any // null removes it
+	if o.LogLevel != "" {
+		level = o.LogLevel
+	}
+	patch, err := json.Marshal(map[string]any{"spec": map[string]any{"logLevel": level}})
+	if err != nil {
+		return nil, err
+	}
+	if err := x.env.hub.Patch(ctx, p, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(fieldOwner)); err != nil {
+		return nil, err
+	}
+	ref := refOf(p)
+	ref.SpecChanged = p.Generation > gen
 	return ref, nil
 }
 

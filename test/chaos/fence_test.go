@@ -201,18 +201,20 @@ func TestCheckFailoverLiveness(t *testing.T) {
 		want       int      // I6 violations
 		windows    int
 	}{
-		"a hub killed meanwhile: not judged":           {extra: []Op{KillHub{Hub: 0}}, windows: 0},
-		"b out of the inventory meanwhile: not judged": {extra: []Op{Deregister{Member: "member-b"}}, windows: 0},
-		"p1 terminated meanwhile: not judged":          {extra: []Op{Terminate{Name: "p1"}}, windows: 0},
-		"another member partitioned: still judged":     {extra: []Op{Partition{Member: "member-c"}}, want: 1, windows: 1},
-		"another member slowed: still judged":          {extra: []Op{SlowAdmission{Member: "member-c", Millis: 9000}}, want: 1, windows: 1},
-		"b's writes slowed meanwhile: not judged":      {extra: []Op{SlowAdmission{Member: "member-b", Millis: 9000}}, windows: 0},
-		"b's path slowed meanwhile: not judged":        {extra: []Op{SlowPath{Member: "member-b", Millis: 800}, Reconnect{Member: "member-b"}}, windows: 0},
-		"moved within the bound":                       {movedAt: 25, want: 0, windows: 1},
-		"never moved":                                  {want: 1, windows: 1},
-		"moved too late":                               {movedAt: 60, want: 1, windows: 1},
-		"a back before the deadline: not judged":       {restart: 20, want: 0, windows: 0},
-		"a back after the deadline, never moved":       {restart: 80, want: 1, windows: 1},
+		"a hub killed meanwhile: not judged":               {extra: []Op{KillHub{Hub: 0}}, windows: 0},
+		"b out of the inventory meanwhile: not judged":     {extra: []Op{Deregister{Member: "member-b"}}, windows: 0},
+		"p1 terminated meanwhile: not judged":              {extra: []Op{Terminate{Name: "p1"}}, windows: 0},
+		"another member partitioned: still judged":         {extra: []Op{Partition{Member: "member-c"}}, want: 1, windows: 1},
+		"another member slowed: still judged":              {extra: []Op{SlowAdmission{Member: "member-c", Millis: 9000}}, want: 1, windows: 1},
+		"b's writes slowed meanwhile: not judged":          {extra: []Op{SlowAdmission{Member: "member-b", Millis: 9000}}, windows: 0},
+		"b's path slowed meanwhile: not judged":            {extra: []Op{SlowPath{Member: "member-b", Millis: 1500}, Reconnect{Member: "member-b"}}, windows: 0},
+		"b's path slowed a little meanwhile: still judged": {extra: []Op{SlowPath{Member: "member-b", Millis: 300}, Reconnect{Member: "member-b"}}, want: 1, windows: 1},
+		"a itself slowed meanwhile: still judged":          {extra: []Op{SlowAdmission{Member: "member-a", Millis: 9000}}, want: 1, windows: 1},
+		"moved within the bound":                           {movedAt: 25, want: 0, windows: 1},
+		"never moved":                                      {want: 1, windows: 1},
+		"moved too late":                                   {movedAt: 60, want: 1, windows: 1},
+		"a back before the deadline: not judged":           {restart: 20, want: 0, windows: 0},
+		"a back after the deadline, never moved":           {restart: 80, want: 1, windows: 1},
 		// A move passes once a reader surely ran where it went, when that member stayed usable.
 		// The reader may wait 70 s more for a renewal the stop left unanswered (107.1 s).
 		"moved in time, b's reader after the decision's deadline, before the reader's": {movedAt: 25, bStart: 50, want: 0, windows: 1},

@@ -106,6 +106,7 @@ func (g *generator) step() {
 	add(5, len(existing) > 0 && len(unused) > 0, g.rename)
 	add(4, len(existing) > 0, g.recreate)
 	add(5, len(g.live(false)) > 0, g.terminate)
+	add(4, len(existing) > 0, g.respec)
 	add(5, len(g.live(true)) > 0, g.clear)
 	add(5, len(g.up()) > 1 && len(g.down) < 2, g.stopMember)
 	add(10, len(g.down) > 0, g.startMember)
@@ -395,6 +396,17 @@ func (g *generator) recreate() {
 	o.Padded = isMySQL(id) && g.r.IntN(100) < 25
 	g.emit(o)
 	g.pipes[name] = g.newPipe(id, o.Placement, false)
+}
+
+// logLevels are what Respec sets: one of them changes the pod template, "" removes the field.
+var logLevels = []string{"", "debug", "info", "warn"}
+
+// respec changes a pipeline's spec without moving it: its coordinators roll, mid-move or not,
+// and a termination is lifted.
+func (g *generator) respec() {
+	name := g.pick(g.existing())
+	g.emit(Respec{Name: name, LogLevel: logLevels[g.r.IntN(len(logLevels))]})
+	g.pipes[name].terminated = false
 }
 
 func (g *generator) terminate() {

@@ -5,9 +5,13 @@ package chaos
 // writes the member still commits (late writes, docs/architecture.md "Fencing late writes").
 
 // pathDelays and admissionDelays are the delays drawn, in milliseconds: some within
-// --member-timeout (slow but answering), some beyond it.
+// --member-timeout (slow but answering), some about it (some answers in time, some not), some
+// beyond it. A path delay beyond it delivers what the hub sent after the hub gave up: a request
+// in flight when the path slowed is committed after the hub's timeout (a late write). An
+// admission webhook cannot do that: the member cancels the request, and the webhook call, when
+// the hub's client gives up.
 var (
-	pathDelays      = []int{300, 800, 1400, 1500, 2500}
+	pathDelays      = []int{300, 800, 1400, 1500, 2500, 3500}
 	admissionDelays = []int{1000, 2500, 5000, 9000}
 )
 

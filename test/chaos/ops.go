@@ -85,6 +85,14 @@ type Delete struct {
 	Name string `json:"name"`
 }
 
+// Respec changes Name's spec.logLevel to LogLevel ("": removed): a spec change that is no
+// placement change, so every member the pipeline runs on rolls its coordinator (a new pod
+// template), and a termination is lifted.
+type Respec struct {
+	Name     string `json:"name"`
+	LogLevel string `json:"logLevel,omitempty"`
+}
+
 // Terminate sets status.terminated on Name through the status subresource, as a person would.
 type Terminate struct {
 	Name string `json:"name"`
@@ -365,6 +373,7 @@ func (CreateRace) Kind() string    { return "create-race" }
 func (Place) Kind() string         { return "place" }
 func (Delete) Kind() string        { return "delete" }
 func (Terminate) Kind() string     { return "terminate" }
+func (Respec) Kind() string        { return "respec" }
 func (Clear) Kind() string         { return "clear" }
 func (StopMember) Kind() string    { return "stop-member" }
 func (StartMember) Kind() string   { return "start-member" }
@@ -445,8 +454,11 @@ func (o Place) String() string {
 	return s
 }
 
-func (o Delete) String() string      { return "delete " + o.Name }
-func (o Terminate) String() string   { return "terminate " + o.Name }
+func (o Delete) String() string    { return "delete " + o.Name }
+func (o Terminate) String() string { return "terminate " + o.Name }
+func (o Respec) String() string {
+	return fmt.Sprintf("set spec.logLevel of %s to %q (its coordinators roll)", o.Name, o.LogLevel)
+}
 func (o Clear) String() string       { return "clear termination of " + o.Name }
 func (o StopMember) String() string  { return "stop API server of " + o.Member }
 func (o StartMember) String() string { return "start API server of " + o.Member }
@@ -567,7 +579,7 @@ func bypass(b bool) string {
 // newOp returns an empty op of kind, for decoding.
 func newOp(kind string) (Op, error) {
 	for _, o := range []Op{
-		&Create{}, &CreateRace{}, &Place{}, &Delete{}, &Terminate{}, &Clear{}, &StopMember{}, &StartMember{},
+		&Create{}, &CreateRace{}, &Place{}, &Respec{}, &Delete{}, &Terminate{}, &Clear{}, &StopMember{}, &StartMember{},
 		&PauseKubelet{}, &ResumeKubelet{}, &KillHub{}, &StartHub{}, &Failover{}, &FreezeHub{}, &Hold{}, &Release{},
 		&Hammer{}, &Wait{}, &Await{}, &KillHubWhen{}, &Heal{}, &DeleteAll{},
 		&Partition{}, &Reconnect{}, &SlowPath{}, &SlowAdmission{}, &DropAdmission{},
@@ -675,6 +687,8 @@ func deref(o Op) Op {
 	case *Delete:
 		return *v
 	case *Terminate:
+		return *v
+	case *Respec:
 		return *v
 	case *Clear:
 		return *v

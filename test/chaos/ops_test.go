@@ -40,6 +40,7 @@ func everyOp() []Op {
 		SlowPath{Member: "member-b", Millis: 1500}, Reconnect{Member: "member-b"},
 		SlowAdmission{Member: "member-c", Millis: 6000}, DropAdmission{Member: "member-c"},
 		Alias{Member: "member-b", On: true}, Alias{Member: "member-b"},
+		Respec{Name: "p1", LogLevel: "debug"}, Respec{Name: "p1"},
 		Await{Cond: CondFailoverOn, Name: "p3", Member: "member-b", Millis: 1000, Required: true},
 	}
 }
@@ -64,7 +65,7 @@ func TestHistoryJSONRoundTrip(t *testing.T) {
 	for _, k := range []string{"create", "create-race", "place", "delete", "terminate", "clear", "stop-member", "start-member",
 		"pause-kubelet", "resume-kubelet", "kill-hub", "start-hub", "failover", "hold", "release", "hammer", "wait", "await",
 		"kill-hub-when", "heal", "delete-all", "scale", "hand-pod", "delete-sts", "edit-sts", "export", "restore", "label",
-		"deregister", "register", "repoint", "partition", "reconnect", "freeze-hub", "slow-path", "slow-admission", "drop-admission", "alias"} {
+		"deregister", "register", "repoint", "partition", "reconnect", "freeze-hub", "slow-path", "slow-admission", "drop-admission", "alias", "respec"} {
 		if !kinds[k] {
 			t.Errorf("op kind %q is not in the round trip", k)
 		}
@@ -169,6 +170,11 @@ func wellFormed(o Op) string {
 		return members(o.Member)
 	case Alias:
 		return members(o.Member)
+	case Respec:
+		if !slices.Contains(logLevels, o.LogLevel) {
+			return "unknown log level " + o.LogLevel
+		}
+		return names(o.Name)
 	case SlowPath:
 		if o.Millis <= 0 {
 			return "a slow path without a delay"
@@ -272,7 +278,7 @@ func TestGenerateCoversTheFaults(t *testing.T) {
 		"create+selector", "place+selector", "scale+0", "scale+2", "hand-pod", "delete-sts", "delete-sts+orphan", "edit-sts+template",
 		"edit-sts+unlabel", "export", "restore", "restore+elsewhere", "label", "deregister", "register", "repoint+shared", "repoint+",
 		"freeze-hub", "create+padded", "create+postgres", "create-race+padded", "create+failover", "create+failover+3", "create+failover+selector", "create+fenced", "partition", "partition+hang", "reconnect",
-		"wait+failover", "slow-path", "slow-path+late", "slow-admission", "slow-admission+late", "drop-admission", "alias+on", "alias+off", "place+alias", "place+alias+twice"} {
+		"wait+failover", "slow-path", "slow-path+late", "slow-admission", "slow-admission+late", "drop-admission", "alias+on", "alias+off", "place+alias", "place+alias+twice", "respec"} {
 		if kinds[k] == 0 {
 			t.Errorf("200 seeds never generate %s (%v)", k, kinds)
 		}

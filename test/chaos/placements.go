@@ -209,8 +209,14 @@ const hubTakeover = 15 * time.Second
 func blockedSpans(rec *Recording, m string, f *pipelineFacts) []span {
 	var out []span
 	open := map[string]Stamp{}
+	var names entryState
 	for _, o := range rec.Ops {
-		for _, b := range blocks(o, m, f, rec.Bounds) {
+		bs := blocks(o, m, f, rec.Bounds)
+		if more, ok := aliasBlocks(o, m, f, names, rec.Bounds); ok {
+			bs = append(bs, more...)
+		}
+		names = names.after(o, m)
+		for _, b := range bs {
 			from, opened := open[b.key]
 			switch {
 			case b.begin && !opened:
@@ -247,8 +253,12 @@ type block struct {
 // blocks are the blocks op o begins or ends on member m for pipeline f.
 func blocks(o OpRecord, m string, f *pipelineFacts, b Bounds) []block {
 	switch op := o.Op.(type) {
-	case StopMember, Deregister, PauseKubelet, Partition, SlowPath, SlowAdmission:
+	case StopMember, PauseKubelet, Partition:
 		if memberOf(op) == m {
+			return []block{{key: op.Kind(), begin: true, at: o.Start}}
+		}
+	case SlowPath, SlowAdmission:
+		if memberOf(op) == m && mayTimeOut(op, b.MemberTimeout) {
 			return []block{{key: op.Kind(), begin: true, at: o.Start}}
 		}
 	case DropAdmission:
@@ -262,15 +272,6 @@ func blocks(o OpRecord, m string, f *pipelineFacts, b Bounds) []block {
 	case Register:
 		if op.Member == m {
 			return []block{{key: Deregister{}.Kind(), at: o.End + b.MemberRecover}}
-		}
-	case Alias:
-		// A pipeline the alias placed there is left there, orphaned, when the alias goes.
-		switch {
-		case op.Member != m:
-		case !op.On && (f == nil || f.namesAt(o.Index, AliasOf(m))):
-			return []block{{key: op.Kind(), begin: true, at: o.Start}}
-		case op.On:
-			return []block{{key: op.Kind(), at: o.End + b.MemberRecover}}
 		}
 	case Reconnect:
 		if op.Member == m {
@@ -298,6 +299,64 @@ func blocks(o OpRecord, m string, f *pipelineFacts, b Bounds) []block {
 	return nil
 }
 
+// entryState is what the ops made of one member's inventory entries so far: its own removed
+// (gone), its alias registered (aliased).
+type entryState struct{ gone, aliased bool }
+
+// after is the state once op o ran (a failed op changed nothing; Heal registers the member
+// again and removes its alias).
+func (s entryState) after(o OpRecord, m string) entryState {
+	if o.Err != "" {
+		return s
+	}
+	switch op := o.Op.(type) {
+	case Deregister:
+		s.gone = s.gone || op.Member == m
+	case Register:
+		s.gone = s.gone && op.Member != m
+	case Alias:
+		if op.Member == m {
+			s.aliased = op.On
+		}
+	case Heal:
+		s = entryState{}
+	}
+	return s
+}
+
+// aliasBlocks are the blocks an op that removes member m's own entry or changes its alias
+// begins or ends for pipeline f (nil: for no pipeline in particular), given the entries before
+// it; ok is false for other ops. The hub reaches m for a pipeline that names m's registered
+// alias whatever becomes of m's own entry (the documented rename), and leaves a pipeline
+// orphaned on m when the last name it reached m by goes: its own entry, or its alias (removed
+// by an op, or by Heal).
+func aliasBlocks(o OpRecord, m string, f *pipelineFacts, was entryState, b Bounds) (bs []block, ok bool) {
+	viaAlias := f != nil && f.namesAt(o.Index, AliasOf(m))
+	byOwnName := f != nil && f.namesAt(o.Index, m)
+	switch op := o.Op.(type) {
+	case Deregister:
+		if op.Member == m && (!was.aliased || !viaAlias) {
+			bs = []block{{key: op.Kind(), begin: true, at: o.Start}}
+		}
+		return bs, true
+	case Alias:
+		switch {
+		case op.Member != m || o.Err != "":
+		case op.On:
+			bs = []block{{key: op.Kind(), at: o.End + b.MemberRecover}}
+		case was.aliased && (f == nil || (viaAlias && (!byOwnName || was.gone))):
+			bs = []block{{key: op.Kind(), begin: true, at: o.Start}}
+		}
+		return bs, true
+	case Heal:
+		if was.aliased && viaAlias && !byOwnName {
+			bs = []block{{key: Alias{}.Kind(), begin: true, at: o.Start}}
+		}
+		return bs, true
+	}
+	return nil, false
+}
+
 // namesAt tells whether the spec in force at op index op (the last one an op up to it made)
 // names name.
 func (f *pipelineFacts) namesAt(op int, name string) bool {
@@ -314,8 +373,6 @@ func (f *pipelineFacts) namesAt(op int, name string) bool {
 func memberOf(o Op) string {
 	switch o := o.(type) {
 	case StopMember:
-		return o.Member
-	case Deregister:
 		return o.Member
 	case PauseKubelet:
 		return o.Member

@@ -258,7 +258,8 @@ func (p *proxy) copy(dst io.Writer, src io.Reader, c *frozenMark) {
 	}()
 	for ch := range queue {
 		time.Sleep(time.Until(ch.due))
-		if !p.pass(c) {
+		// A cut that came and went while the chunk waited dropped c: what it held crosses no cut.
+		if !p.pass(c) || !p.tracked(c) {
 			_ = c.Close()
 			return
 		}
@@ -266,6 +267,14 @@ func (p *proxy) copy(dst io.Writer, src io.Reader, c *frozenMark) {
 			return
 		}
 	}
+}
+
+// tracked tells whether client connection c is still open through the proxy (a refusing cut
+// drops every connection).
+func (p *proxy) tracked(c *frozenMark) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.conns[c]
 }
 
 // bindOnly binds a TCP socket to 127.0.0.1:port without listening: a connection to it is
