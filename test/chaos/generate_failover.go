@@ -47,18 +47,24 @@ func (g *generator) where(name string) string {
 
 // partition cuts a member off from the hub only: refused mostly, hanging sometimes.
 func (g *generator) partition() {
-	var open []string
-	for _, m := range g.up() {
-		if !g.cut[m] {
-			open = append(open, m)
-		}
-	}
+	open := g.openPaths()
 	if len(open) == 0 {
 		return
 	}
 	m := g.pick(open)
 	g.emit(Partition{Member: m, Hang: g.r.IntN(100) < 30})
 	g.cut[m] = true
+}
+
+// openPaths are the members up whose path from the hub is neither cut nor slow.
+func (g *generator) openPaths() []string {
+	var open []string
+	for _, m := range g.up() {
+		if !g.cut[m] {
+			open = append(open, m)
+		}
+	}
+	return open
 }
 
 func (g *generator) reconnect() {

@@ -24,12 +24,7 @@ func (g *generator) slowChoices(add func(w int, ok bool, do func())) {
 
 // slowPath slows one member's path to the hub; reconnect ends it as it ends a partition.
 func (g *generator) slowPath() {
-	var open []string
-	for _, m := range g.up() {
-		if !g.cut[m] {
-			open = append(open, m)
-		}
-	}
+	open := g.openPaths()
 	if len(open) == 0 {
 		return
 	}

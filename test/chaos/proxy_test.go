@@ -11,6 +11,21 @@ import (
 
 // echo serves lines back on a free port of 127.0.0.1.
 func echo(t *testing.T) string {
+	return serveEach(t, func(c net.Conn) {
+		r := bufio.NewReader(c)
+		for {
+			line, err := r.ReadString('\n')
+			if err != nil {
+				return
+			}
+			_, _ = c.Write([]byte(line))
+		}
+	})
+}
+
+// serveEach listens on a free port of 127.0.0.1 and runs serve on each connection (closing it
+// after), until the test ends.
+func serveEach(t *testing.T, serve func(net.Conn)) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -25,14 +40,7 @@ func echo(t *testing.T) string {
 			}
 			go func() {
 				defer func() { _ = c.Close() }()
-				r := bufio.NewReader(c)
-				for {
-					line, err := r.ReadString('\n')
-					if err != nil {
-						return
-					}
-					_, _ = c.Write([]byte(line))
-				}
+				serve(c)
 			}()
 		}
 	}()
@@ -196,33 +204,17 @@ func TestProxySlowPath(t *testing.T) {
 
 // byteSink accepts connections on a free port of 127.0.0.1 and sends what arrives on got.
 func byteSink(t *testing.T) (string, <-chan []byte) {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ln.Close() })
 	got := make(chan []byte, 64)
-	go func() {
+	return serveEach(t, func(c net.Conn) {
+		buf := make([]byte, 64)
 		for {
-			c, err := ln.Accept()
+			n, err := c.Read(buf)
+			if n > 0 {
+				got <- append([]byte(nil), buf[:n]...)
+			}
 			if err != nil {
 				return
 			}
-			go func() {
-				defer func() { _ = c.Close() }()
-				buf := make([]byte, 64)
-				for {
-					n, err := c.Read(buf)
-					if n > 0 {
-						got <- append([]byte(nil), buf[:n]...)
-					}
-					if err != nil {
-						return
-					}
-				}
-			}()
 		}
-	}()
-	return ln.Addr().String(), got
+	}), got
 }
