@@ -64,8 +64,8 @@ func (l loss) readerDeadline(b Bounds, threshold time.Duration) Stamp {
 	return max(l.deadline(b, threshold), l.In.from+failoverBound(b, threshold, true))
 }
 
-// candidatesBut are the members f may fail over to from member: its named candidates, and every
-// member with a candidate selector (the labels change), but member.
+// candidatesBut are the members f may fail over to from member: its named candidates (an alias
+// as its member), and every member with a candidate selector (the labels change), but member.
 func candidatesBut(f *pipelineFacts, member string) []string {
 	all := f.Failover.Candidates
 	if f.Failover.CandidateSelector {
@@ -73,7 +73,7 @@ func candidatesBut(f *pipelineFacts, member string) []string {
 	}
 	var out []string
 	for _, c := range all {
-		if c != member {
+		if c = clusterOf(c); c != member {
 			out = append(out, c)
 		}
 	}

@@ -439,3 +439,24 @@ func TestBlockedAcrossARename(t *testing.T) {
 		t.Errorf("a failed alias removal blocked %v, want never", got)
 	}
 }
+
+// A placement changed while the member's own entry is gone reaches it through its alias or not,
+// and the hub can act there accordingly; registered again, the member is reached by its own name.
+func TestBlockedWhenAPlacementChangesAfterARename(t *testing.T) {
+	ref := func(placement ...string) PipelineRef {
+		return PipelineRef{Name: "p1", UID: "u1", Placement: placement, SpecChanged: true}
+	}
+	b := newRB().
+		op(Create{Name: "p1"}, 0, 0.1, ref("member-a-alias")).
+		op(Alias{Member: "member-a", On: true}, 1, 1.1).
+		op(Deregister{Member: "member-a"}, 2, 2.1).
+		op(Place{Name: "p1"}, 10, 10.1, ref("member-a")).
+		op(Place{Name: "p1"}, 20, 20.1, ref("member-a-alias")).
+		op(Place{Name: "p1"}, 30, 30.1, ref("member-a", "member-a-alias")).
+		op(Alias{Member: "member-a"}, 40, 40.1).
+		op(Register{Member: "member-a"}, 50, 50.1)
+	want := []span{{sec(10), sec(80.1)}, {sec(40), sec(110.1)}}
+	if got := blockedSpans(&b.rec, "member-a", pipelines(&b.rec, nil)["u1"]); !reflect.DeepEqual(got, mergeSpans(want)) {
+		t.Fatalf("blocked %v, want %v", got, mergeSpans(want))
+	}
+}

@@ -283,11 +283,6 @@ func (x *executor) race(ctx context.Context, o CreateRace) ([]PipelineRef, error
 // as `kubectl patch` or a GitOps tool does: no resourceVersion, so a concurrent writer (Hammer)
 // cannot make it fail.
 func (x *executor) place(ctx context.Context, o Place) (*PipelineRef, error) {
-	p, err := x.get(ctx, o.Name)
-	if err != nil {
-		return nil, err
-	}
-	gen := p.Generation
 	var selector any // null removes it
 	if o.Selector {
 		selector = map[string]any{"matchLabels": map[string]string{selectorKey: selectorValue}}
@@ -296,39 +291,40 @@ func (x *executor) place(ctx context.Context, o Place) (*PipelineRef, error) {
 	if len(o.ConfirmGone) > 0 {
 		doc["metadata"] = map[string]any{"annotations": map[string]any{urutauv1alpha1.AnnotationConfirmGone: strings.Join(o.ConfirmGone, ",")}}
 	}
-	patch, err := json.Marshal(doc)
+	ref, err := x.patch(ctx, o.Name, doc)
 	if err != nil {
 		return nil, err
 	}
-	if err := x.env.hub.Patch(ctx, p, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(fieldOwner)); err != nil {
-		return nil, err
-	}
-	ref := refOf(p)
-	ref.SpecChanged, ref.ConfirmGone = p.Generation > gen, o.ConfirmGone
+	ref.ConfirmGone = o.ConfirmGone
 	return ref, nil
 }
 
-// respec sets the pipeline's spec.logLevel (a merge patch; "" removes it).
-func (x *executor) respec(ctx context.Context, o Respec) (*PipelineRef, error) {
-	p, err := x.get(ctx, o.Name)
+// patch merge-patches pipeline name with doc, and tells whether that moved its generation.
+func (x *executor) patch(ctx context.Context, name string, doc map[string]any) (*PipelineRef, error) {
+	p, err := x.get(ctx, name)
 	if err != nil {
 		return nil, err
 	}
 	gen := p.Generation
-	var level any // null removes it
-	if o.LogLevel != "" {
-		level = o.LogLevel
-	}
-	patch, err := json.Marshal(map[string]any{"spec": map[string]any{"logLevel": level}})
+	raw, err := json.Marshal(doc)
 	if err != nil {
 		return nil, err
 	}
-	if err := x.env.hub.Patch(ctx, p, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(fieldOwner)); err != nil {
+	if err := x.env.hub.Patch(ctx, p, client.RawPatch(types.MergePatchType, raw), client.FieldOwner(fieldOwner)); err != nil {
 		return nil, err
 	}
 	ref := refOf(p)
 	ref.SpecChanged = p.Generation > gen
 	return ref, nil
+}
+
+// respec sets the pipeline's spec.logLevel (a merge patch; "" removes it).
+func (x *executor) respec(ctx context.Context, o Respec) (*PipelineRef, error) {
+	var level any // null removes it
+	if o.LogLevel != "" {
+		level = o.LogLevel
+	}
+	return x.patch(ctx, o.Name, map[string]any{"spec": map[string]any{"logLevel": level}})
 }
 
 func (x *executor) delete(ctx context.Context, name string) (*PipelineRef, error) {

@@ -348,8 +348,24 @@ func aliasBlocks(o OpRecord, m string, f *pipelineFacts, was entryState, b Bound
 			bs = []block{{key: op.Kind(), begin: true, at: o.Start}}
 		}
 		return bs, true
+	case Register:
+		// Registered again, m is reached by its own name by a pipeline that names it.
+		if op.Member == m && o.Err == "" && byOwnName {
+			bs = []block{{key: Alias{}.Kind(), at: o.End + b.MemberRecover}}
+		}
+		return bs, true
+	case Place:
+		// A new placement while m's own entry is gone: reachable through the alias or not.
+		if f == nil || !was.gone || !slices.ContainsFunc(o.Pipelines, func(r PipelineRef) bool { return r.UID == f.UID }) {
+			return nil, true
+		}
+		if was.aliased && viaAlias {
+			return []block{{key: Deregister{}.Kind(), at: o.End + b.MemberRecover}}, true
+		}
+		return []block{{key: Deregister{}.Kind(), begin: true, at: o.Start}}, true
 	case Heal:
-		if was.aliased && viaAlias && !byOwnName {
+		// Heal removes every alias, the one that alone placed f on m included.
+		if viaAlias && !byOwnName {
 			bs = []block{{key: Alias{}.Kind(), begin: true, at: o.Start}}
 		}
 		return bs, true
